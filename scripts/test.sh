@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: Rust formatting, lints and unit tests (natively, no
+# wasm needed), then the wasm build, the TypeScript lint, type check and vitest suite, which
+# runs the examples' checks through the built engine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --check
+step "cargo clippy (native and wasm32)"
+cargo clippy --all-targets --quiet -- -D warnings
+cargo clippy --target wasm32-unknown-unknown --quiet -- -D warnings
+step "cargo test"
+cargo test --quiet
+step "build (wasm-pack into pkg/, host into js/dist/)"
+pnpm run --silent build
+step "biome (lint and format)"
+pnpm run --silent lint
+step "tsc (host, tests and examples)"
+pnpm run --silent typecheck
+step "vitest"
+pnpm run --silent test:js
