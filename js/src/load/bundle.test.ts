@@ -1,0 +1,134 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { InputError } from "../errors.ts";
+import { bundleWorker } from "./bundle.ts";
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "eutaxy-bundle-"));
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function write(name: string, text: string): string {
+  const file = join(dir, name);
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, text);
+  return file;
+}
+
+async function inputError(run: () => Promise<unknown>): Promise<InputError> {
+  const error = await run().then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  expect(error).toBeInstanceOf(InputError);
+  return error as InputError;
+}
+
+/** A stand-in for the runtime's `cloudflare:workers`. */
+class WorkerEntrypoint {
+  constructor(readonly env: unknown) {}
+}
+const runtime = { "cloudflare:workers": { WorkerEntrypoint } };
+
+type Handler = { fetch(): number };
+
+describe("bundleWorker", () => {
+  it("starts module-level state fresh in every instantiation", async () => {
+    const entry = write("worker.ts", `let count = 0;\nexport default { fetch() { return ++count; } };`);
+    const worker = await bundleWorker(entry);
+    expect(worker.entry).toBe(entry);
+    const first = worker.instantiate(runtime).default as Handler;
+    expect([first.fetch(), first.fetch()]).toEqual([1, 2]);
+    const second = worker.instantiate(runtime).default as Handler;
+    expect(second.fetch()).toBe(1);
+  });
+
+  it("bundles TypeScript, `.ts` imports, runtime modules and named classes", async () => {
+    write(
+      "payments/worker.ts",
+      `import { WorkerEntrypoint } from "cloudflare:workers";
+       import type { Charge } from "./types.ts";
+       export class Payments extends WorkerEntrypoint<unknown> {
+         charge(id: number): Charge { return { chargeId: id }; }
+       }
+       export default { fetch: (): number => 404 };`,
+    );
+    write("payments/types.ts", "export interface Charge { readonly chargeId: number }");
+    const entry = write(
+      "worker.ts",
+      `import type { Payments } from "./payments/worker.ts";
+       export { Payments } from "./payments/worker.ts";
+       const use = (p: Payments) => p.charge(7);
+       export default { fetch: (): number => 200, use };`,
+    );
+    const exports = (await bundleWorker(entry)).instantiate(runtime);
+    const Payments = exports.Payments as new (
+      env: unknown,
+    ) => WorkerEntrypoint & { charge(id: number): unknown };
+    const payments = new Payments({ DB: 1 });
+    expect(payments).toBeInstanceOf(WorkerEntrypoint);
+    expect(payments.env).toEqual({ DB: 1 });
+    expect(payments.charge(3)).toEqual({ chargeId: 3 });
+    expect((exports.default as Handler).fetch()).toBe(200);
+  });
+
+  it("resolves npm packages with the Workers conditions, and Node builtins from Node", async () => {
+    write(
+      "node_modules/dual/package.json",
+      JSON.stringify({
+        name: "dual",
+        exports: { workerd: "./workerd.js", node: "./node.js", default: "./default.js" },
+      }),
+    );
+    write("node_modules/dual/workerd.js", `export const where = "workerd";`);
+    write("node_modules/dual/node.js", `export const where = "node";`);
+    write("node_modules/dual/default.js", `export const where = "default";`);
+    const entry = write(
+      "worker.ts",
+      `import { where } from "dual";
+       import { Buffer } from "node:buffer";
+       export default { where, hex: Buffer.from("hi").toString("hex") };`,
+    );
+    expect((await bundleWorker(entry)).instantiate({}).default).toEqual({ where: "workerd", hex: "6869" });
+  });
+
+  it("throws naming an import the runtime does not provide", async () => {
+    const entry = write(
+      "worker.ts",
+      `import { connect } from "cloudflare:sockets";\nexport default { connect };`,
+    );
+    const worker = await bundleWorker(entry);
+    expect(() => worker.instantiate(runtime)).toThrow(/cloudflare:sockets/);
+  });
+
+  it("lets what the Worker throws at import propagate as it is", async () => {
+    const entry = write("worker.ts", `throw new TypeError("boom");`);
+    const worker = await bundleWorker(entry);
+    expect(() => worker.instantiate(runtime)).toThrow(TypeError);
+  });
+
+  it("reports a syntax error at its file, line and column", async () => {
+    write("lib/charge.ts", `export const fee = 1 +;\n`);
+    const entry = write("worker.ts", `import { fee } from "./lib/charge.ts";\nexport default { fee };`);
+    const error = await inputError(() => bundleWorker(entry));
+    expect(error.file).toBe(join(dir, "lib/charge.ts:1:23"));
+    expect(error.problem).toBe('Unexpected ";"');
+  });
+
+  it("reports an import that cannot be resolved", async () => {
+    const entry = write("worker.ts", `\nimport "not-installed";`);
+    const error = await inputError(() => bundleWorker(entry));
+    expect(error.file).toBe(`${entry}:2:8`);
+    expect(error.problem).toBe('Could not resolve "not-installed"');
+  });
+
+  it("reports a missing entry", async () => {
+    const entry = join(dir, "missing.ts");
+    expect((await inputError(() => bundleWorker(entry))).message).toBe(`${entry}: no such file`);
+  });
+});

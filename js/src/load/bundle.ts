@@ -1,0 +1,93 @@
+/**
+ * Bundles a Worker's entry module the way wrangler does (esbuild, Workers' package conditions) and
+ * compiles it once into a factory. Every simulated run instantiates the module anew, so state a
+ * Worker keeps at module level (caches, counters, a lazily opened client) starts fresh in each run,
+ * as it would in a fresh isolate, without paying for a bundle or a compile per run.
+ */
+
+import { statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, resolve } from "node:path";
+import vm from "node:vm";
+import { build, type Message } from "esbuild";
+import { InputError } from "../errors.ts";
+
+export interface WorkerModule {
+  /** The entry module, absolute. */
+  readonly entry: string;
+  /**
+   * Evaluates the module's code anew; returns its exports (default, named classes...).
+   * `virtualModules` answers the imports the runtime provides, such as `cloudflare:workers`.
+   * Whatever the Worker throws while it is evaluated propagates as it is.
+   */
+  instantiate(virtualModules: Readonly<Record<string, unknown>>): Record<string, unknown>;
+}
+
+type ModuleFactory = (
+  module: { exports: Record<string, unknown> },
+  exports: Record<string, unknown>,
+  require: (specifier: string) => unknown,
+) => void;
+
+const nodeRequire = createRequire(import.meta.url);
+
+/** Bundles the Worker at `entry`; a file esbuild cannot build is an InputError naming it. */
+export async function bundleWorker(entry: string): Promise<WorkerModule> {
+  const file = resolve(entry);
+  if (!statSync(file, { throwIfNoEntry: false })?.isFile()) throw new InputError(entry, "no such file");
+  let code: string;
+  try {
+    const result = await build({
+      entryPoints: [file],
+      // Error locations are then relative to the entry's folder; see `buildInputError`.
+      absWorkingDir: dirname(file),
+      bundle: true,
+      write: false,
+      format: "cjs",
+      platform: "neutral",
+      target: "es2022",
+      mainFields: ["browser", "module", "main"],
+      conditions: ["workerd", "worker", "browser"],
+      sourcemap: "inline",
+      logLevel: "silent",
+      // The runtime's modules come from `instantiate`'s caller; Node's builtins from Node.
+      external: ["cloudflare:*", "node:*"],
+    });
+    code = result.outputFiles[0]?.text ?? "";
+  } catch (error) {
+    throw buildInputError(error, entry);
+  }
+  // Compiled once here; each call of the factory below is one fresh evaluation of the module.
+  const factory = new vm.Script(`(function (module, exports, require) {${code}\n})`, {
+    filename: file,
+  }).runInThisContext() as ModuleFactory;
+
+  return {
+    entry: file,
+    instantiate(virtualModules) {
+      const require = (specifier: string): unknown => {
+        if (Object.hasOwn(virtualModules, specifier)) return virtualModules[specifier];
+        if (specifier.startsWith("node:")) return nodeRequire(specifier);
+        throw new Error(`${entry} imports ${specifier}, which eutaxy does not provide`);
+      };
+      const module = { exports: {} };
+      factory(module, module.exports, require);
+      return module.exports;
+    },
+  };
+}
+
+/**
+ * The InputError for an esbuild failure that ran with the entry's folder as its working dir: the
+ * first error, at `file:line:column` of the file it is in, that file written the way `entry` was
+ * (relative or absolute). Anything that is not an esbuild failure is rethrown as it is.
+ */
+export function buildInputError(error: unknown, entry: string): InputError {
+  const first = (error as { errors?: Message[] } | undefined)?.errors?.[0];
+  if (!first) throw error;
+  const location = first.location;
+  if (!location) return new InputError(entry, first.text);
+  // esbuild names files relative to its working dir, and counts columns from 0.
+  const file = join(dirname(entry), location.file);
+  return new InputError(`${file}:${location.line}:${location.column + 1}`, first.text);
+}

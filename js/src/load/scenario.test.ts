@@ -1,0 +1,295 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { InputError } from "../errors.ts";
+import { loadScenario } from "./scenario.ts";
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "eutaxy-scenario-"));
+  // The two Workers of the service-binding example, as far as loading a scenario looks at them.
+  write("worker.ts", "export default {};");
+  write("wrangler.jsonc", `{ "name": "checkout" }`);
+  write("payments/worker.ts", "export default {};");
+  write("payments/wrangler.jsonc", `{ "name": "payments" }`);
+  write("payments/schema.sql", "CREATE TABLE charges (order_id TEXT);");
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function write(name: string, text: string): string {
+  const file = join(dir, name);
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, text);
+  return file;
+}
+
+async function inputError(run: () => Promise<unknown>): Promise<InputError> {
+  const error = await run().then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  expect(error).toBeInstanceOf(InputError);
+  return error as InputError;
+}
+
+/** A scenario as plain data, untyped so that the tests can spoil it as a user's mistake would. */
+// biome-ignore lint/suspicious/noExplicitAny: the tests write any field with any value.
+type ScenarioData = Record<string, any>;
+
+/** A valid scenario, for the tests to spoil one field at a time. */
+function baseScenario(): ScenarioData {
+  return {
+    name: "checkout",
+    worker: { entry: "./worker.ts" },
+    setup: [
+      { kind: "callee", binding: "PAYMENTS", entry: "./payments/worker.ts" },
+      { kind: "d1Schema", db: "payments/DB", file: "./payments/schema.sql" },
+    ],
+    drive: { kind: "http", requests: [{ path: "/orders/o-1/pay", body: { amountCents: 1 } }], retries: 3 },
+    invariants: [
+      {
+        kind: "unique",
+        name: "one-charge-per-order",
+        rows: { kind: "d1Rows", db: "payments/DB", table: "charges" },
+        columns: ["order_id"],
+      },
+    ],
+    bounds: { maxFaultsPerRun: 1, budgetMs: 2000 },
+  };
+}
+
+describe("loadScenario", () => {
+  it("loads a scenario written with eutaxy/cloudflare, its paths made absolute", async () => {
+    const file = write(
+      "checkout.sim.ts",
+      `import { callee, d1Rows, d1Schema, defineScenario, http, service, unique } from "eutaxy/cloudflare";
+       export default defineScenario({
+         name: "checkout",
+         seed: "s-1",
+         worker: { entry: "./worker.ts", config: "./wrangler.jsonc" },
+         setup: [
+           callee("PAYMENTS", { entry: "./payments/worker.ts", config: "./payments/wrangler.jsonc" }),
+           d1Schema("payments/DB", "./payments/schema.sql"),
+           service("AUDIT", { log: async (line: string) => line.length }),
+         ],
+         drive: http([{ path: "/orders/o-1/pay", body: { amountCents: 2500 }, headers: { "x-a": "1" } }], { retries: 3 }),
+         invariants: [unique("one-charge-per-order", d1Rows("payments/DB", "charges"), "order_id")],
+         bounds: { maxFaultsPerRun: 1, maxRedeliveries: 3, maxConcurrentInvocations: 1, budgetMs: 2000 },
+       });`,
+    );
+    const { file: loaded, scenario } = await loadScenario(file);
+    expect(loaded).toBe(file);
+    expect(scenario).toMatchObject({
+      name: "checkout",
+      seed: "s-1",
+      worker: { entry: join(dir, "worker.ts"), config: join(dir, "wrangler.jsonc") },
+      setup: [
+        {
+          kind: "callee",
+          binding: "PAYMENTS",
+          entry: join(dir, "payments/worker.ts"),
+          config: join(dir, "payments/wrangler.jsonc"),
+        },
+        { kind: "d1Schema", db: "payments/DB", file: join(dir, "payments/schema.sql") },
+        { kind: "service", binding: "AUDIT" },
+      ],
+      drive: {
+        kind: "http",
+        requests: [{ path: "/orders/o-1/pay", body: { amountCents: 2500 }, headers: { "x-a": "1" } }],
+        retries: 3,
+      },
+      invariants: [
+        {
+          kind: "unique",
+          name: "one-charge-per-order",
+          rows: { kind: "d1Rows", db: "payments/DB", table: "charges" },
+          columns: ["order_id"],
+        },
+      ],
+      bounds: { maxFaultsPerRun: 1, maxRedeliveries: 3, maxConcurrentInvocations: 1, budgetMs: 2000 },
+    });
+    const audit = scenario.setup?.[2];
+    expect(audit?.kind === "service" && (await audit.handlers.log?.(...(["abc"] as never[])))).toBe(3);
+  });
+
+  it("finds the wrangler config beside an entry when the scenario names none", async () => {
+    const file = write("checkout.sim.ts", `export default ${JSON.stringify(baseScenario())};`);
+    const { scenario } = await loadScenario(file);
+    expect(scenario.worker.config).toBe(join(dir, "wrangler.jsonc"));
+    expect(scenario.setup?.[0]).toMatchObject({ config: join(dir, "payments/wrangler.jsonc") });
+  });
+
+  it("bundles the packages the scenario imports, CommonJS ones included", async () => {
+    write("node_modules/paths/package.json", JSON.stringify({ name: "paths", main: "index.js" }));
+    write("node_modules/paths/index.js", `exports.entry = require("node:path").join(".", "worker.ts");`);
+    const file = write(
+      "checkout.sim.ts",
+      `import { entry } from "paths";
+       const scenario = ${JSON.stringify(baseScenario())};
+       export default { ...scenario, worker: { entry } };`,
+    );
+    expect((await loadScenario(file)).scenario.worker.entry).toBe(join(dir, "worker.ts"));
+  });
+
+  it("reports a missing scenario file", async () => {
+    const path = join(dir, "none.sim.ts");
+    expect((await inputError(() => loadScenario(path))).message).toBe(`${path}: no such file`);
+  });
+
+  it.each([["export default 42;"], ["export const scenario = {};"]])(
+    "reports a default export that is not a scenario: %s",
+    async (text) => {
+      const path = write("bad.sim.ts", text);
+      expect((await inputError(() => loadScenario(path))).problem).toBe(
+        "the default export is not a scenario: export default defineScenario({...})",
+      );
+    },
+  );
+
+  it("reports a scenario that throws while it is loaded", async () => {
+    const path = write("bad.sim.ts", `throw new Error("no fixtures");`);
+    expect((await inputError(() => loadScenario(path))).message).toBe(
+      `${path}: threw while loading: no fixtures`,
+    );
+  });
+
+  it("reports a syntax error at its line and column", async () => {
+    const path = write("bad.sim.ts", `\nexport default {;`);
+    const error = await inputError(() => loadScenario(path));
+    expect(error.file).toBe(`${path}:2:17`);
+  });
+
+  it.each<[string, (scenario: ScenarioData) => void, string]>([
+    ["no name", (s) => delete s.name, "the scenario needs a name"],
+    ["an empty name", (s) => (s.name = ""), "name must be a non-empty string"],
+    ["a seed that is a number", (s) => (s.seed = 3), "seed must be a non-empty string"],
+    [
+      "a misspelt field",
+      (s) => (s.bound = {}),
+      "unknown field bound (expected name, seed, worker, setup, drive, invariants or bounds)",
+    ],
+    ["no worker", (s) => delete s.worker, "the scenario needs a worker"],
+    ["a worker without entry", (s) => (s.worker = {}), "worker needs an entry"],
+    [
+      "a worker entry that does not exist",
+      (s) => (s.worker.entry = "./nope.ts"),
+      `worker.entry: no such file ./nope.ts (resolved to ${join("DIR", "nope.ts")})`,
+    ],
+    [
+      "a worker config that does not exist",
+      (s) => (s.worker.config = "w.toml"),
+      "worker.config: no such file w.toml",
+    ],
+    ["setup that is not an array", (s) => (s.setup = {}), "setup must be an array"],
+    ["a setup step of no kind", (s) => (s.setup[0] = {}), "setup[0] needs a kind"],
+    [
+      "a setup step of unknown kind",
+      (s) => (s.setup[0].kind = "queue"),
+      'setup[0]: unknown kind "queue" (expected callee, service or d1Schema)',
+    ],
+    ["a d1Schema without file", (s) => delete s.setup[1].file, "setup[1]: d1Schema needs a file"],
+    ["a d1Schema without db", (s) => (s.setup[1].db = 1), "setup[1].db must be a non-empty string"],
+    ["a callee without binding", (s) => delete s.setup[0].binding, "setup[0]: callee needs a binding"],
+    [
+      "one binding set up twice",
+      (s) => s.setup.push(s.setup[0]),
+      "setup[2]: binding PAYMENTS is already set up by setup[0]",
+    ],
+    [
+      "a service without handlers",
+      (s) => (s.setup[0] = { kind: "service", binding: "P" }),
+      "setup[0]: service needs handlers",
+    ],
+    [
+      "a service handler that is not a function",
+      (s) => (s.setup[0] = { kind: "service", binding: "P", handlers: { charge: 1 } }),
+      "setup[0].handlers.charge must be a function",
+    ],
+    ["no drive", (s) => delete s.drive, "the scenario needs a drive"],
+    ["a drive of unknown kind", (s) => (s.drive.kind = "ws"), 'drive: unknown kind "ws" (expected http)'],
+    ["no requests", (s) => (s.drive.requests = []), "drive.requests must not be empty"],
+    [
+      "a request that is not an object",
+      (s) => (s.drive.requests = ["/"]),
+      "drive.requests[0] must be an object",
+    ],
+    [
+      "a relative request path",
+      (s) => (s.drive.requests[0].path = "orders"),
+      'drive.requests[0].path must start with "/"',
+    ],
+    [
+      "an empty method",
+      (s) => (s.drive.requests[0].method = ""),
+      "drive.requests[0].method must be a non-empty string",
+    ],
+    [
+      "a header that is not a string",
+      (s) => (s.drive.requests[0].headers = { a: 1 }),
+      "drive.requests[0].headers.a must be a string",
+    ],
+    ["negative retries", (s) => (s.drive.retries = -1), "drive.retries must be a non-negative integer"],
+    ["fractional retries", (s) => (s.drive.retries = 1.5), "drive.retries must be a non-negative integer"],
+    ["no invariants", (s) => delete s.invariants, "the scenario needs invariants"],
+    [
+      "an invariant of unknown kind",
+      (s) => (s.invariants[0].kind = "sum"),
+      'invariants[0]: unknown kind "sum" (expected unique)',
+    ],
+    ["an invariant without name", (s) => delete s.invariants[0].name, "invariants[0] needs a name"],
+    [
+      "rows of unknown kind",
+      (s) => (s.invariants[0].rows.kind = "kv"),
+      'invariants[0].rows: unknown kind "kv" (expected d1Rows)',
+    ],
+    ["rows without table", (s) => delete s.invariants[0].rows.table, "invariants[0].rows needs a table"],
+    [
+      "no columns",
+      (s) => (s.invariants[0].columns = []),
+      "invariants[0].columns must be a non-empty array of column names",
+    ],
+    [
+      "a column that is not a string",
+      (s) => (s.invariants[0].columns = [1]),
+      "invariants[0].columns must be a non-empty array of column names",
+    ],
+    [
+      "two invariants of one name",
+      (s) => s.invariants.push(s.invariants[0]),
+      "invariants[1]: the name one-charge-per-order is taken by invariants[0]",
+    ],
+    ["bounds that are not an object", (s) => (s.bounds = 3), "bounds must be an object"],
+    [
+      "an unknown bound",
+      (s) => (s.bounds.maxRuns = 3),
+      "bounds: unknown field maxRuns (expected maxFaultsPerRun, maxRedeliveries, maxConcurrentInvocations or budgetMs)",
+    ],
+    [
+      "a negative bound",
+      (s) => (s.bounds.maxRedeliveries = -1),
+      "bounds.maxRedeliveries must be a non-negative integer",
+    ],
+    ["a zero budget", (s) => (s.bounds.budgetMs = 0), "bounds.budgetMs must be a positive integer"],
+  ])("reports %s", async (_, spoil, problem) => {
+    const scenario = baseScenario();
+    spoil(scenario);
+    const path = write("bad.sim.ts", `export default ${JSON.stringify(scenario)};`);
+    const error = await inputError(() => loadScenario(path));
+    expect(error.file).toBe(path);
+    expect(error.problem.replace(dir, "DIR")).toContain(problem);
+  });
+
+  it("names a service handler's field when it is not a function", async () => {
+    const path = write(
+      "bad.sim.ts",
+      `const s = ${JSON.stringify(baseScenario())};
+       export default { ...s, setup: [{ kind: "service", binding: "P", handlers: { fetch: () => new Response(), charge: "x" } }] };`,
+    );
+    expect((await inputError(() => loadScenario(path))).problem).toBe(
+      "setup[0].handlers.charge must be a function",
+    );
+  });
+});

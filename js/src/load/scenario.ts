@@ -1,0 +1,370 @@
+/**
+ * Loads a scenario file (`*.sim.ts`): bundles it with esbuild, `eutaxy/cloudflare` and `eutaxy`
+ * resolved to this installation's own modules, imports the bundle and checks its default export
+ * field by field. Every problem is an InputError naming the scenario file and the field, and
+ * every file the scenario names comes back absolute and known to exist.
+ */
+
+import { statSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build, type Plugin } from "esbuild";
+import type {
+  Bounds,
+  CalleeStep,
+  D1SchemaStep,
+  Driver,
+  HttpRequestSpec,
+  Invariant,
+  Scenario,
+  ServiceHandlers,
+  ServiceStep,
+  SetupStep,
+  WorkerSpec,
+} from "../cloudflare.ts";
+import { InputError } from "../errors.ts";
+import { buildInputError } from "./bundle.ts";
+import { findWranglerConfig } from "./wrangler.ts";
+
+export interface LoadedScenario {
+  /** The scenario file, absolute. */
+  readonly file: string;
+  /** The scenario as its file declares it, with every path in it absolute. */
+  readonly scenario: Scenario;
+}
+
+export async function loadScenario(path: string): Promise<LoadedScenario> {
+  const file = resolve(path);
+  if (!isFile(file)) throw new InputError(path, "no such file");
+  const exports = await importBundle(path, await bundleScenario(path, file));
+  const declared = exports.default;
+  if (!isObject(declared)) {
+    throw new InputError(path, "the default export is not a scenario: export default defineScenario({...})");
+  }
+  try {
+    return { file, scenario: readScenario(new Fields(declared, "", "the scenario"), dirname(file)) };
+  } catch (error) {
+    if (error instanceof FieldError) throw new InputError(path, error.message);
+    throw error;
+  }
+}
+
+async function bundleScenario(path: string, file: string): Promise<string> {
+  try {
+    const result = await build({
+      entryPoints: [file],
+      absWorkingDir: dirname(file),
+      bundle: true,
+      write: false,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      sourcemap: "inline",
+      logLevel: "silent",
+      plugins: [ownModules],
+      // A package bundled in may `require()` a Node builtin; an ES module has no `require` of its
+      // own, so the bundle gets one that resolves from the scenario's folder.
+      banner: {
+        js: `import { createRequire as __eutaxyCreateRequire } from "node:module";\nconst require = __eutaxyCreateRequire(${JSON.stringify(file)});`,
+      },
+    });
+    return result.outputFiles[0]?.text ?? "";
+  } catch (error) {
+    throw buildInputError(error, path);
+  }
+}
+
+async function importBundle(path: string, code: string): Promise<Record<string, unknown>> {
+  try {
+    return await import(`data:text/javascript;base64,${Buffer.from(code).toString("base64")}`);
+  } catch (error) {
+    throw new InputError(
+      path,
+      `threw while loading: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+}
+
+/** Resolves `eutaxy/cloudflare` and `eutaxy` to the modules of the eutaxy that is running. */
+const ownModules: Plugin = {
+  name: "eutaxy",
+  setup(build) {
+    build.onResolve({ filter: /^eutaxy(\/cloudflare)?$/ }, (args) => ({
+      path: ownModule(args.path === "eutaxy" ? "index" : "cloudflare"),
+    }));
+  },
+};
+
+/**
+ * Run from source, this file is `js/src/load/scenario.ts` and the module is `js/src/<name>.ts`;
+ * run from the build, everything is bundled into `js/dist/` and the module is `<name>.js` there.
+ */
+function ownModule(name: string): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const candidates = [join(here, "..", `${name}.ts`), join(here, `${name}.js`)];
+  const found = candidates.find(isFile);
+  if (!found) throw new Error(`eutaxy is missing its module ${name}: none of ${candidates.join(", ")}`);
+  return found;
+}
+
+function isFile(path: string): boolean {
+  return statSync(path, { throwIfNoEntry: false })?.isFile() ?? false;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A problem with one field; `loadScenario` names the scenario file for it. */
+class FieldError extends Error {}
+
+function invalid(problem: string): never {
+  throw new FieldError(problem);
+}
+
+/** "needs a file", "needs an entry", "needs invariants". */
+function needs(field: string): string {
+  if (field.endsWith("s")) return `needs ${field}`;
+  return /^[aeiou]/.test(field) ? `needs an ${field}` : `needs a ${field}`;
+}
+
+/**
+ * One object of the scenario, with the words its messages use: `at` is its field path
+ * (`setup[1]`, empty at the top) and `owner` what it is called when a field is missing
+ * (`setup[1]: d1Schema` needs a file).
+ */
+class Fields {
+  constructor(
+    readonly fields: Record<string, unknown>,
+    readonly at: string,
+    readonly owner: string,
+  ) {}
+
+  path(key: string): string {
+    return this.at ? `${this.at}.${key}` : key;
+  }
+
+  /** Rejects fields the type does not have: a misspelt field would otherwise be ignored. */
+  only(...keys: string[]): this {
+    for (const key of Object.keys(this.fields)) {
+      if (!keys.includes(key)) {
+        invalid(`${this.at ? `${this.at}: ` : ""}unknown field ${key} (expected ${listOf(keys)})`);
+      }
+    }
+    return this;
+  }
+
+  required(key: string): unknown {
+    const value = this.fields[key];
+    if (value === undefined) invalid(`${this.owner} ${needs(key)}`);
+    return value;
+  }
+
+  string(key: string): string {
+    return this.checkString(key, this.required(key));
+  }
+
+  optionalString(key: string): string | undefined {
+    const value = this.fields[key];
+    return value === undefined ? undefined : this.checkString(key, value);
+  }
+
+  private checkString(key: string, value: unknown): string {
+    if (typeof value !== "string" || value === "") invalid(`${this.path(key)} must be a non-empty string`);
+    return value;
+  }
+
+  object(key: string): Fields {
+    const value = this.required(key);
+    if (!isObject(value)) invalid(`${this.path(key)} must be an object`);
+    return new Fields(value, this.path(key), this.path(key));
+  }
+
+  array(key: string): unknown[] {
+    const value = this.required(key);
+    if (!Array.isArray(value)) invalid(`${this.path(key)} must be an array`);
+    return value;
+  }
+
+  /** The items of array `key`, each of which must be an object. */
+  objects(key: string): Fields[] {
+    return this.array(key).map((item, i) => {
+      const at = `${this.path(key)}[${i}]`;
+      if (!isObject(item)) invalid(`${at} must be an object`);
+      return new Fields(item, at, at);
+    });
+  }
+
+  integer(key: string, min: 0 | 1): number {
+    const value = this.required(key);
+    if (typeof value !== "number" || !Number.isInteger(value) || value < min) {
+      invalid(`${this.path(key)} must be a ${min === 0 ? "non-negative" : "positive"} integer`);
+    }
+    return value;
+  }
+
+  kind<K extends string>(...kinds: K[]): K {
+    const kind = this.required("kind");
+    if (!kinds.includes(kind as K)) {
+      invalid(`${this.at}: unknown kind ${JSON.stringify(kind)} (expected ${listOf(kinds)})`);
+    }
+    return kind as K;
+  }
+
+  /** The file named by `key`, resolved against `dir`, which must exist. */
+  file(key: string, dir: string): string {
+    return this.checkFile(key, this.string(key), dir);
+  }
+
+  optionalFile(key: string, dir: string): string | undefined {
+    const value = this.optionalString(key);
+    return value === undefined ? undefined : this.checkFile(key, value, dir);
+  }
+
+  private checkFile(key: string, value: string, dir: string): string {
+    const file = resolve(dir, value);
+    if (!isFile(file)) invalid(`${this.path(key)}: no such file ${value} (resolved to ${file})`);
+    return file;
+  }
+}
+
+function listOf(words: readonly string[]): string {
+  return words.length > 1 ? `${words.slice(0, -1).join(", ")} or ${words.at(-1)}` : (words[0] ?? "");
+}
+
+function readScenario(scenario: Fields, dir: string): Scenario {
+  scenario.only("name", "seed", "worker", "setup", "drive", "invariants", "bounds");
+  const name = scenario.string("name");
+  const seed = scenario.optionalString("seed");
+  const worker = readWorker(scenario.object("worker"), dir);
+  const setup = scenario.fields.setup === undefined ? undefined : readSetup(scenario, dir);
+  const drive = readDriver(scenario.object("drive"));
+  const invariants = readInvariants(scenario);
+  const bounds = scenario.fields.bounds === undefined ? undefined : readBounds(scenario.object("bounds"));
+  return {
+    name,
+    ...(seed !== undefined ? { seed } : {}),
+    worker,
+    ...(setup !== undefined ? { setup } : {}),
+    drive,
+    invariants,
+    ...(bounds !== undefined ? { bounds } : {}),
+  };
+}
+
+/** An entry and its wrangler config; without one, the config beside the entry, if any. */
+function readWorkerFiles(spec: Fields, dir: string): WorkerSpec {
+  const entry = spec.file("entry", dir);
+  const config = spec.optionalFile("config", dir) ?? findWranglerConfig(dirname(entry));
+  return { entry, ...(config !== undefined ? { config } : {}) };
+}
+
+function readWorker(worker: Fields, dir: string): WorkerSpec {
+  return readWorkerFiles(worker.only("entry", "config"), dir);
+}
+
+function readSetup(scenario: Fields, dir: string): SetupStep[] {
+  // Each service binding is answered by one callee or one script; two would contradict.
+  const boundAt = new Map<string, string>();
+  return scenario.objects("setup").map((item): SetupStep => {
+    const step = new Fields(
+      item.fields,
+      item.at,
+      `${item.at}: ${item.kind("callee", "service", "d1Schema")}`,
+    );
+    if (step.fields.kind === "d1Schema") {
+      step.only("kind", "db", "file");
+      return { kind: "d1Schema", db: step.string("db"), file: step.file("file", dir) } satisfies D1SchemaStep;
+    }
+    const binding = step.string("binding");
+    const earlier = boundAt.get(binding);
+    if (earlier) invalid(`${step.at}: binding ${binding} is already set up by ${earlier}`);
+    boundAt.set(binding, step.at);
+    if (step.fields.kind === "callee") {
+      step.only("kind", "binding", "entry", "config");
+      return { kind: "callee", binding, ...readWorkerFiles(step, dir) } satisfies CalleeStep;
+    }
+    step.only("kind", "binding", "handlers");
+    return {
+      kind: "service",
+      binding,
+      handlers: readHandlers(step.object("handlers")),
+    } satisfies ServiceStep;
+  });
+}
+
+function readHandlers(handlers: Fields): ServiceHandlers {
+  for (const [method, handler] of Object.entries(handlers.fields)) {
+    if (handler !== undefined && typeof handler !== "function") {
+      invalid(`${handlers.path(method)} must be a function`);
+    }
+  }
+  return handlers.fields as ServiceHandlers;
+}
+
+function readDriver(drive: Fields): Driver {
+  drive.kind("http");
+  drive.only("kind", "requests", "retries");
+  const requests = drive.objects("requests").map(readRequest);
+  if (requests.length === 0) invalid(`${drive.path("requests")} must not be empty`);
+  return { kind: "http", requests, retries: drive.integer("retries", 0) };
+}
+
+function readRequest(request: Fields): HttpRequestSpec {
+  request.only("path", "method", "body", "headers");
+  const path = request.string("path");
+  if (!path.startsWith("/")) invalid(`${request.path("path")} must start with "/"`);
+  const method = request.optionalString("method");
+  const headers = request.fields.headers === undefined ? undefined : readHeaders(request.object("headers"));
+  return {
+    path,
+    ...(method !== undefined ? { method } : {}),
+    ...(request.fields.body !== undefined ? { body: request.fields.body } : {}),
+    ...(headers !== undefined ? { headers } : {}),
+  };
+}
+
+function readHeaders(headers: Fields): Record<string, string> {
+  for (const [name, value] of Object.entries(headers.fields)) {
+    if (typeof value !== "string") invalid(`${headers.path(name)} must be a string`);
+  }
+  return headers.fields as Record<string, string>;
+}
+
+function readInvariants(scenario: Fields): Invariant[] {
+  // Reports name a violated invariant, so a name must say which one.
+  const namedAt = new Map<string, string>();
+  return scenario.objects("invariants").map((invariant): Invariant => {
+    invariant.kind("unique");
+    invariant.only("kind", "name", "rows", "columns");
+    const name = invariant.string("name");
+    const earlier = namedAt.get(name);
+    if (earlier) invalid(`${invariant.at}: the name ${name} is taken by ${earlier}`);
+    namedAt.set(name, invariant.at);
+    const rows = invariant.object("rows");
+    rows.kind("d1Rows");
+    rows.only("kind", "db", "table");
+    const columns = invariant.array("columns");
+    if (columns.length === 0 || columns.some((column) => typeof column !== "string" || column === "")) {
+      invalid(`${invariant.path("columns")} must be a non-empty array of column names`);
+    }
+    return {
+      kind: "unique",
+      name,
+      rows: { kind: "d1Rows", db: rows.string("db"), table: rows.string("table") },
+      columns: columns as string[],
+    };
+  });
+}
+
+const BOUNDS = ["maxFaultsPerRun", "maxRedeliveries", "maxConcurrentInvocations", "budgetMs"] as const;
+
+function readBounds(bounds: Fields): Bounds {
+  bounds.only(...BOUNDS);
+  const read: Partial<Record<(typeof BOUNDS)[number], number>> = {};
+  for (const key of BOUNDS) {
+    // A budget of nothing would end every check before its first run.
+    if (bounds.fields[key] !== undefined) read[key] = bounds.integer(key, key === "budgetMs" ? 1 : 0);
+  }
+  return read;
+}

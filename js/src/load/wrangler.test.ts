@@ -1,0 +1,171 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { InputError } from "../errors.ts";
+import { findWranglerConfig, readWranglerConfig } from "./wrangler.ts";
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "eutaxy-wrangler-"));
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function write(name: string, text: string): string {
+  const file = join(dir, name);
+  writeFileSync(file, text);
+  return file;
+}
+
+/** The InputError `run` throws; fails the test when it throws anything else or nothing. */
+function inputError(run: () => unknown): InputError {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(InputError);
+    return error as InputError;
+  }
+  throw new Error("expected an InputError");
+}
+
+describe("readWranglerConfig", () => {
+  it("reads a wrangler.jsonc with comments and trailing commas", () => {
+    const file = write(
+      "wrangler.jsonc",
+      `{
+        // the payments Worker
+        "name": "payments",
+        "main": "src/worker.ts",
+        "compatibility_date": "2025-01-01",
+        "compatibility_flags": ["nodejs_compat",],
+        "vars": { "CURRENCY": "EUR", "LIMITS": { "max": 3 } },
+        "d1_databases": [{ "binding": "DB", "database_name": "payments", "database_id": "abc" }],
+        "services": [{ "binding": "LEDGER", "service": "ledger", "entrypoint": "Ledger", "props": { "tenant": 1 } }],
+        "kv_namespaces": [{ "binding": "CACHE", "id": "x" }], /* not used yet, not rejected */
+      }`,
+    );
+    expect(readWranglerConfig(file)).toEqual({
+      file,
+      name: "payments",
+      main: join(dir, "src/worker.ts"),
+      compatibilityDate: "2025-01-01",
+      compatibilityFlags: ["nodejs_compat"],
+      vars: { CURRENCY: "EUR", LIMITS: { max: 3 } },
+      d1Databases: [{ binding: "DB", databaseName: "payments", databaseId: "abc" }],
+      services: [{ binding: "LEDGER", service: "ledger", entrypoint: "Ledger", props: { tenant: 1 } }],
+    });
+  });
+
+  it("fills in empty bindings and leaves optional fields out", () => {
+    const file = write("wrangler.json", `{ "name": "bare" }`);
+    expect(readWranglerConfig(file)).toEqual({
+      file,
+      name: "bare",
+      compatibilityFlags: [],
+      vars: {},
+      d1Databases: [],
+      services: [],
+    });
+  });
+
+  it("reads a wrangler.toml", () => {
+    const file = write(
+      "wrangler.toml",
+      `name = "checkout"
+main = "./worker.ts"
+
+[vars]
+MODE = "test"
+
+[[d1_databases]]
+binding = "DB"
+database_name = "orders"
+
+[[services]]
+binding = "PAYMENTS"
+service = "payments"
+entrypoint = "Payments"
+`,
+    );
+    const config = readWranglerConfig(file);
+    expect(config.name).toBe("checkout");
+    expect(config.main).toBe(join(dir, "worker.ts"));
+    expect(config.vars).toEqual({ MODE: "test" });
+    expect(config.d1Databases).toEqual([{ binding: "DB", databaseName: "orders" }]);
+    expect(config.services).toEqual([{ binding: "PAYMENTS", service: "payments", entrypoint: "Payments" }]);
+  });
+
+  it("reports a missing file", () => {
+    const path = join(dir, "wrangler.jsonc");
+    expect(inputError(() => readWranglerConfig(path)).message).toBe(`${path}: no such file`);
+  });
+
+  it("reports a JSON syntax error with its line and column", () => {
+    const path = write("wrangler.jsonc", `{\n  "name": "x",\n  // a comment\n  , "main": 1\n}`);
+    expect(inputError(() => readWranglerConfig(path)).message).toBe(`${path}:4:3: expected a property name`);
+  });
+
+  it("reports a TOML syntax error with its line and column", () => {
+    const path = write("wrangler.toml", `name = "x"\n[vars\nA = 1\n`);
+    const error = inputError(() => readWranglerConfig(path));
+    expect(error.file).toMatch(/wrangler\.toml:2:\d+$/);
+    expect(error.problem).not.toContain("\n");
+  });
+
+  it.each([
+    [`{}`, "name must be a non-empty string"],
+    [`{ "name": 3 }`, "name must be a non-empty string"],
+    [`[]`, "the config must be an object"],
+    [`{ "name": "x", "main": true }`, "main must be a string"],
+    [
+      `{ "name": "x", "compatibility_flags": "nodejs_compat" }`,
+      "compatibility_flags must be an array of strings",
+    ],
+    [`{ "name": "x", "vars": [] }`, "vars must be an object"],
+    [`{ "name": "x", "d1_databases": {} }`, "d1_databases must be an array"],
+    [
+      `{ "name": "x", "d1_databases": [{ "binding": "DB", "database_id": 7 }] }`,
+      "d1_databases[0].database_id must be a string",
+    ],
+    [`{ "name": "x", "services": ["payments"] }`, "services[0] must be an object"],
+    [
+      `{ "name": "x", "services": [{ "binding": 1, "service": "p" }] }`,
+      "services[0].binding must be a non-empty string",
+    ],
+    [`{ "name": "x", "services": [{ "binding": "P" }] }`, "services[0].service must be a non-empty string"],
+    [
+      `{ "name": "x", "services": [{ "binding": "P", "service": "p", "props": 1 }] }`,
+      "services[0].props must be an object",
+    ],
+  ])("rejects %s", (text, problem) => {
+    const path = write("wrangler.json", text);
+    expect(inputError(() => readWranglerConfig(path)).message).toBe(`${path}: ${problem}`);
+  });
+
+  it("rejects one binding name declared twice", () => {
+    const path = write(
+      "wrangler.json",
+      `{ "name": "x", "d1_databases": [{ "binding": "DB" }], "vars": { "DB": "oops" } }`,
+    );
+    expect(inputError(() => readWranglerConfig(path)).problem).toBe(
+      "binding DB is declared twice: d1_databases[0] and vars.DB",
+    );
+  });
+});
+
+describe("findWranglerConfig", () => {
+  it("finds the first config wrangler would read, or none", () => {
+    expect(findWranglerConfig(dir)).toBeUndefined();
+    write("wrangler.toml", `name = "x"`);
+    expect(findWranglerConfig(dir)).toBe(join(dir, "wrangler.toml"));
+    write("wrangler.jsonc", `{ "name": "x" }`);
+    expect(findWranglerConfig(dir)).toBe(join(dir, "wrangler.jsonc"));
+  });
+
+  it("does not take a folder named like a config for one", () => {
+    mkdirSync(join(dir, "wrangler.json"));
+    expect(findWranglerConfig(dir)).toBeUndefined();
+  });
+});

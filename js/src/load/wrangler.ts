@@ -1,0 +1,203 @@
+/**
+ * Reads a Worker's wrangler config (`wrangler.jsonc`, `wrangler.json` or `wrangler.toml`) into
+ * the few fields a check uses: the Worker's name, its entry module and its bindings. Fields
+ * eutaxy does not use yet (KV, Durable Objects, queues…) are left alone, so a real project's
+ * config loads as it is.
+ */
+
+import { readFileSync, statSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { type ParseError, parse as parseJsonc, printParseErrorCode } from "jsonc-parser";
+import { parse as parseToml, TomlError } from "smol-toml";
+import { InputError } from "../errors.ts";
+
+export interface D1DatabaseBinding {
+  readonly binding: string;
+  readonly databaseName?: string;
+  readonly databaseId?: string;
+}
+
+export interface ServiceBinding {
+  readonly binding: string;
+  /** The name of the Worker the binding reaches. */
+  readonly service: string;
+  /** The named entrypoint (a `WorkerEntrypoint` class) instead of the default export. */
+  readonly entrypoint?: string;
+  readonly props?: Readonly<Record<string, unknown>>;
+}
+
+export interface WorkerConfig {
+  /** The config file, absolute. */
+  readonly file: string;
+  readonly name: string;
+  /** The entry module, absolute (resolved against the config's folder). */
+  readonly main?: string;
+  readonly compatibilityDate?: string;
+  readonly compatibilityFlags: readonly string[];
+  readonly vars: Readonly<Record<string, unknown>>;
+  readonly d1Databases: readonly D1DatabaseBinding[];
+  readonly services: readonly ServiceBinding[];
+}
+
+/** The config files wrangler reads, in the order a folder is searched. */
+const CONFIG_FILES = ["wrangler.jsonc", "wrangler.json", "wrangler.toml"] as const;
+
+/** The first wrangler config in `dir` (absolute), or undefined when it has none. */
+export function findWranglerConfig(dir: string): string | undefined {
+  return CONFIG_FILES.map((name) => join(resolve(dir), name)).find(isFile);
+}
+
+function isFile(path: string): boolean {
+  return statSync(path, { throwIfNoEntry: false })?.isFile() ?? false;
+}
+
+/** Reads and checks the wrangler config at `path`; every problem is an InputError naming it. */
+export function readWranglerConfig(path: string): WorkerConfig {
+  const file = resolve(path);
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    throw new InputError(path, "no such file");
+  }
+  const raw = path.endsWith(".toml") ? parseTomlConfig(path, text) : parseJsonConfig(path, text);
+  return normalize(path, file, raw);
+}
+
+/** jsonc-parser's error codes, said the way the rest of eutaxy's messages are. */
+const JSON_ERRORS: Record<string, string> = {
+  InvalidSymbol: "unexpected symbol",
+  InvalidNumberFormat: "malformed number",
+  PropertyNameExpected: "expected a property name",
+  ValueExpected: "expected a value",
+  ColonExpected: "expected a colon",
+  CommaExpected: "expected a comma",
+  CloseBraceExpected: "expected a closing brace",
+  CloseBracketExpected: "expected a closing bracket",
+  EndOfFileExpected: "expected the end of the file",
+  InvalidCommentToken: "malformed comment",
+  UnexpectedEndOfComment: "unterminated comment",
+  UnexpectedEndOfString: "unterminated string",
+  UnexpectedEndOfNumber: "unterminated number",
+  InvalidUnicode: "malformed unicode escape",
+  InvalidEscapeCharacter: "malformed escape character",
+  InvalidCharacter: "unexpected character",
+};
+
+function parseJsonConfig(path: string, text: string): unknown {
+  const errors: ParseError[] = [];
+  const value: unknown = parseJsonc(text, errors, { allowTrailingComma: true, disallowComments: false });
+  const first = errors[0];
+  if (first) {
+    const code = printParseErrorCode(first.error);
+    throw new InputError(`${path}:${lineColumn(text, first.offset)}`, JSON_ERRORS[code] ?? code);
+  }
+  return value;
+}
+
+function parseTomlConfig(path: string, text: string): unknown {
+  try {
+    return parseToml(text);
+  } catch (error) {
+    if (!(error instanceof TomlError)) throw error;
+    // smol-toml's message carries a code excerpt after its first line; the position says enough.
+    const message = (error.message.split("\n")[0] ?? "").replace(/^Invalid TOML document: /, "");
+    throw new InputError(`${path}:${error.line}:${error.column}`, message);
+  }
+}
+
+/** `line:column`, both from 1, of `offset` in `text`. */
+function lineColumn(text: string, offset: number): string {
+  const lines = text.slice(0, offset).split(/\r?\n/);
+  return `${lines.length}:${(lines.at(-1)?.length ?? 0) + 1}`;
+}
+
+type Fields = Record<string, unknown>;
+
+function isObject(value: unknown): value is Fields {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isStringArray(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === "string");
+}
+
+function normalize(path: string, file: string, raw: unknown): WorkerConfig {
+  function fail(problem: string): never {
+    throw new InputError(path, problem);
+  }
+  if (!isObject(raw)) fail("the config must be an object");
+  const config = raw;
+
+  const optionalString = (value: unknown, field: string): string | undefined => {
+    if (value !== undefined && typeof value !== "string") fail(`${field} must be a string`);
+    return value;
+  };
+  const requiredString = (value: unknown, field: string): string => {
+    if (typeof value !== "string" || value === "") fail(`${field} must be a non-empty string`);
+    return value;
+  };
+  const optionalObject = (value: unknown, field: string): Fields | undefined => {
+    if (value !== undefined && !isObject(value)) fail(`${field} must be an object`);
+    return value;
+  };
+  const entries = (field: string): Fields[] => {
+    const value = config[field] ?? [];
+    if (!Array.isArray(value)) fail(`${field} must be an array`);
+    return value.map((entry: unknown, i) => {
+      if (!isObject(entry)) fail(`${field}[${i}] must be an object`);
+      return entry;
+    });
+  };
+
+  const name = requiredString(config.name, "name");
+  const main = optionalString(config.main, "main");
+  const compatibilityDate = optionalString(config.compatibility_date, "compatibility_date");
+  const flags: unknown = config.compatibility_flags ?? [];
+  if (!isStringArray(flags)) fail("compatibility_flags must be an array of strings");
+  const vars = optionalObject(config.vars, "vars") ?? {};
+
+  const d1Databases = entries("d1_databases").map((entry, i): D1DatabaseBinding => {
+    const at = `d1_databases[${i}]`;
+    const databaseName = optionalString(entry.database_name, `${at}.database_name`);
+    const databaseId = optionalString(entry.database_id, `${at}.database_id`);
+    return {
+      binding: requiredString(entry.binding, `${at}.binding`),
+      ...(databaseName !== undefined ? { databaseName } : {}),
+      ...(databaseId !== undefined ? { databaseId } : {}),
+    };
+  });
+  const services = entries("services").map((entry, i): ServiceBinding => {
+    const at = `services[${i}]`;
+    const entrypoint = optionalString(entry.entrypoint, `${at}.entrypoint`);
+    const props = optionalObject(entry.props, `${at}.props`);
+    return {
+      binding: requiredString(entry.binding, `${at}.binding`),
+      service: requiredString(entry.service, `${at}.service`),
+      ...(entrypoint !== undefined ? { entrypoint } : {}),
+      ...(props !== undefined ? { props } : {}),
+    };
+  });
+
+  // A Worker's env has one value per name, so two bindings of one name cannot both be honoured.
+  const declaredAt = new Map<string, string>();
+  const declare = (binding: string, at: string) => {
+    const earlier = declaredAt.get(binding);
+    if (earlier) fail(`binding ${binding} is declared twice: ${earlier} and ${at}`);
+    declaredAt.set(binding, at);
+  };
+  for (const [i, d1] of d1Databases.entries()) declare(d1.binding, `d1_databases[${i}]`);
+  for (const [i, service] of services.entries()) declare(service.binding, `services[${i}]`);
+  for (const key of Object.keys(vars)) declare(key, `vars.${key}`);
+
+  return {
+    file,
+    name,
+    ...(main !== undefined ? { main: resolve(dirname(file), main) } : {}),
+    ...(compatibilityDate !== undefined ? { compatibilityDate } : {}),
+    compatibilityFlags: flags,
+    vars,
+    d1Databases,
+    services,
+  };
+}
