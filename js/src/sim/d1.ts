@@ -1,0 +1,383 @@
+/**
+ * The simulated D1 binding. It gives the Worker the object Cloudflare's D1 binding gives it
+ * (`prepare`, `bind`, `first`, `all`, `run`, `raw`, `batch`, `exec`, `withSession`) and turns
+ * every call that reaches the database into exactly one effect, labelled `D1:<db> <method>`;
+ * the engine runs the SQL inside that effect's `perform`.
+ *
+ * Sources for the shapes and messages below:
+ * - Cloudflare's docs, "Workers Binding API" (developers.cloudflare.com/d1/worker-api/): the
+ *   type conversion table, "Prepared statement methods", "D1 Database", "Return objects".
+ * - Cloudflare's docs, "Debug D1" (developers.cloudflare.com/d1/observability/debug-d1/): the
+ *   error list (`D1_ERROR`, `D1_EXEC_ERROR`, `D1_TYPE_ERROR`, `D1_COLUMN_NOTFOUND`).
+ * - workerd's binding, src/cloudflare/internal/d1-api.ts, for what the docs leave open: when
+ *   `bind` validates, the exact error texts, how rows become objects, sessions and bookmarks.
+ * - `@cloudflare/workers-types` for the types.
+ *
+ * The binding as workerd ships it sends its requests as JSON (the default, without the
+ * `d1_binding_jsrpc` compatibility flag); several behaviours below follow from that and are
+ * marked "(JSON)".
+ */
+
+import type {
+  D1Database,
+  D1DatabaseSession,
+  D1ExecResult,
+  D1Meta,
+  D1PreparedStatement,
+  D1Result,
+  D1SessionBookmark,
+} from "@cloudflare/workers-types/index.ts";
+import type { D1RawResult, D1StatementSpec, Engine } from "../engine.ts";
+import { SimulationError } from "../errors.ts";
+import type { EffectScope } from "./effect-scope.ts";
+
+export type D1Engine = Pick<Engine, "d1Run" | "d1Batch" | "d1Exec">;
+
+type D1Method = "first" | "all" | "run" | "raw" | "batch" | "exec";
+
+/** What D1 answers for a batch without statements or an empty query, as Workers see it. */
+const NO_STATEMENTS = "No SQL statements detected.";
+
+/** The session constraint a session starts from when given nothing (docs: "the default"). */
+const FIRST_UNCONSTRAINED = "first-unconstrained";
+const FIRST_PRIMARY = "first-primary";
+
+/**
+ * Creates the binding a Worker sees as `env.<binding>` for the D1 database `db` (namespaced:
+ * `DB`, or `payments/DB` for a callee's). Every call that reaches the database is one effect of
+ * `scope`.
+ */
+export function createD1Database(db: string, scope: EffectScope, engine: D1Engine): D1Database {
+  return new SimD1Database(new Connection(db, scope, engine));
+}
+
+/** What every session of one binding shares: the database, the effects, the bookmark counter. */
+class Connection {
+  /** Queries answered so far; bookmarks derive from it, so they are deterministic. */
+  private answered = 0;
+
+  constructor(
+    readonly db: string,
+    readonly scope: EffectScope,
+    private readonly engine: D1Engine,
+  ) {}
+
+  /** One statement as one effect; rejects with D1's `D1_ERROR: …` when the engine throws. */
+  query(method: Exclude<D1Method, "batch" | "exec">, spec: D1StatementSpec): Promise<D1RawResult> {
+    return this.scope.effect(this.label(method), () => {
+      if (isBlank(spec.sql)) throw d1Error(NO_STATEMENTS);
+      const result = engineCall(() => this.engine.d1Run(this.db, spec.sql, spec.params));
+      this.answered++;
+      return result;
+    });
+  }
+
+  /** The statements as one effect and one transaction (the engine's `d1Batch` is atomic). */
+  batch(specs: readonly D1StatementSpec[]): Promise<D1RawResult[]> {
+    return this.scope.effect(this.label("batch"), () => {
+      // D1 rejects an empty batch; the check happens on D1's side, after the round trip.
+      if (specs.length === 0 || specs.some((spec) => isBlank(spec.sql))) throw d1Error(NO_STATEMENTS);
+      const results = engineCall(() => this.engine.d1Batch(this.db, specs));
+      this.answered++;
+      return results;
+    });
+  }
+
+  /**
+   * `exec` as workerd implements it: the trimmed query is split on `\n` and every line is one
+   * query, so a statement that spans lines fails as it does on D1. `count` is the number of
+   * lines. Lines before a failing one stay applied ("execution stops and further statements
+   * are not executed"). D1 reports a failure as line 1 with the first line's text whichever
+   * line failed (workerd: "the line number is always going to be 1 because the DO is only
+   * returning the first error"); this keeps that.
+   */
+  exec(lines: readonly string[]): Promise<D1ExecResult> {
+    return this.scope.effect(this.label("exec"), () => {
+      for (const line of lines) {
+        try {
+          this.engine.d1Exec(this.db, line);
+        } catch (error) {
+          const detail = `Error in line 1: ${lines[0]}: ${messageOf(error)}`;
+          throw new Error(`D1_EXEC_ERROR: ${detail}`, { cause: new Error(detail) });
+        }
+      }
+      this.answered++;
+      return { count: lines.length, duration: 0 };
+    });
+  }
+
+  /**
+   * A bookmark for the database's state after the latest answer. Shaped like D1's
+   * (`<hex>-<hex>-<hex>-<hash>`) and increasing under `localeCompare`, which is how a session
+   * keeps the latest of the bookmarks it has seen.
+   */
+  bookmark(): D1SessionBookmark {
+    return `${this.answered.toString(16).padStart(8, "0")}-00000000-00000000-eutaxy`;
+  }
+
+  private label(method: D1Method): string {
+    return `D1:${this.db} ${method}`;
+  }
+}
+
+/** A session: queries through it advance its bookmark (`withSession`, docs "D1 Database"). */
+class SimD1DatabaseSession implements D1DatabaseSession {
+  #bookmarkOrConstraint: string | null;
+
+  constructor(
+    protected readonly connection: Connection,
+    /** `null` for the database's own session: always the primary, never a bookmark. */
+    bookmarkOrConstraint: string | null,
+  ) {
+    this.#bookmarkOrConstraint = bookmarkOrConstraint;
+  }
+
+  prepare(query: string): D1PreparedStatement {
+    return new SimD1PreparedStatement(this, query, []);
+  }
+
+  batch<T = unknown>(statements: D1PreparedStatement[]): Promise<D1Result<T>[]> {
+    let specs: D1StatementSpec[];
+    try {
+      specs = statements.map(specOf);
+    } catch (error) {
+      // workerd's `batch` is an async function: a bad argument rejects, nothing is sent.
+      return Promise.reject(error);
+    }
+    return this.connection.batch(specs).then((results) => {
+      this.advance();
+      return results.map((result) => toD1Result<T>(result));
+    });
+  }
+
+  /** The latest bookmark seen, or `null` before any query (and always for the database's own). */
+  getBookmark(): D1SessionBookmark | null {
+    const current = this.#bookmarkOrConstraint;
+    return current === FIRST_UNCONSTRAINED || current === FIRST_PRIMARY ? null : current;
+  }
+
+  /** @internal */
+  query(method: Exclude<D1Method, "batch" | "exec">, spec: D1StatementSpec): Promise<D1RawResult> {
+    return this.connection.query(method, spec).then((result) => {
+      this.advance();
+      return result;
+    });
+  }
+
+  /** Keeps the newer bookmark, as workerd does: the later one under `localeCompare`. */
+  private advance(): void {
+    if (this.#bookmarkOrConstraint === null) return;
+    const next = this.connection.bookmark();
+    const current = this.getBookmark();
+    if (current === null || current.localeCompare(next) < 0) this.#bookmarkOrConstraint = next;
+  }
+}
+
+class SimD1Database implements D1Database {
+  /** Queries on the database itself go to the primary and carry no bookmark. */
+  readonly #primary: SimD1DatabaseSession;
+
+  constructor(private readonly connection: Connection) {
+    this.#primary = new SimD1DatabaseSession(connection, null);
+  }
+
+  prepare(query: string): D1PreparedStatement {
+    return this.#primary.prepare(query);
+  }
+
+  batch<T = unknown>(statements: D1PreparedStatement[]): Promise<D1Result<T>[]> {
+    return this.#primary.batch<T>(statements);
+  }
+
+  exec(query: string): Promise<D1ExecResult> {
+    let lines: string[];
+    try {
+      lines = query.trim().split("\n");
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.connection.exec(lines);
+  }
+
+  withSession(constraintOrBookmark?: string): D1DatabaseSession {
+    const given = constraintOrBookmark?.trim();
+    return new SimD1DatabaseSession(this.connection, given ? given : FIRST_UNCONSTRAINED);
+  }
+
+  /** Only D1's alpha databases supported `dump`; the simulation does not model it. */
+  dump(): Promise<ArrayBuffer> {
+    return Promise.reject(
+      new SimulationError(
+        "D1_DUMP_ERROR: D1Database.dump() is not supported in eutaxy's simulation " +
+          "(on Cloudflare it only works on deprecated alpha databases)",
+      ),
+    );
+  }
+}
+
+/** An immutable statement: `bind` returns a new one, with its values converted as D1 does. */
+class SimD1PreparedStatement implements D1PreparedStatement {
+  constructor(
+    private readonly session: SimD1DatabaseSession,
+    readonly statement: string,
+    readonly params: readonly unknown[],
+  ) {}
+
+  /** Validates and converts now, throwing synchronously, as workerd's `bind` does. */
+  bind(...values: unknown[]): D1PreparedStatement {
+    return new SimD1PreparedStatement(this.session, this.statement, values.map(toParam));
+  }
+
+  first<T = unknown>(colName: string): Promise<T | null>;
+  first<T = Record<string, unknown>>(): Promise<T | null>;
+  first(colName?: string): Promise<unknown> {
+    return this.session.query("first", this.spec()).then((result) => {
+      const row = toObjects(result)[0];
+      if (row === undefined) return null;
+      if (colName === undefined) return row;
+      // workerd looks the column up on the row object, so only `undefined` means "not found".
+      const value = row[colName];
+      if (value === undefined) {
+        throw new Error(`D1_COLUMN_NOTFOUND: Column not found (${colName})`, {
+          cause: new Error("Column not found"),
+        });
+      }
+      return value;
+    });
+  }
+
+  /** D1 returns the rows from `run` too (docs: "functionally equivalent to `all`"). */
+  run<T = Record<string, unknown>>(): Promise<D1Result<T>> {
+    return this.session.query("run", this.spec()).then((result) => toD1Result<T>(result));
+  }
+
+  all<T = Record<string, unknown>>(): Promise<D1Result<T>> {
+    return this.session.query("all", this.spec()).then((result) => toD1Result<T>(result));
+  }
+
+  raw<T = unknown[]>(options: { columnNames: true }): Promise<[string[], ...T[]]>;
+  raw<T = unknown[]>(options?: { columnNames?: false }): Promise<T[]>;
+  raw(options?: { columnNames?: boolean }): Promise<unknown[]> {
+    return this.session.query("raw", this.spec()).then((result) => {
+      const rows = result.rows.map((row) => row.map(toCell));
+      // The column names come first even when there are no rows (ROWS_AND_COLUMNS format).
+      return options?.columnNames ? [[...result.columns], ...rows] : rows;
+    });
+  }
+
+  /** @internal */
+  spec(): D1StatementSpec {
+    return { sql: this.statement, params: this.params };
+  }
+}
+
+function specOf(statement: unknown): D1StatementSpec {
+  if (statement instanceof SimD1PreparedStatement) return statement.spec();
+  throw new TypeError("D1Database.batch() takes an array of statements made by D1Database.prepare()");
+}
+
+/**
+ * One bound value, converted as D1 converts it (docs, "Type conversion"; workerd's `bind`):
+ * - strings and numbers as they are, except what JSON changes: `NaN` and infinities become
+ *   `null` and `-0` becomes `0`, because the binding sends its parameters as JSON (JSON);
+ * - booleans become 1 and 0;
+ * - `null` stays `null`;
+ * - an `ArrayBuffer` becomes a BLOB of its bytes; an `ArrayBuffer` view becomes a BLOB of
+ *   `Array.from(view)` (docs footnote 4), so a `DataView` binds as an empty BLOB; an array of
+ *   numbers in 0..255 is a BLOB too. The engine takes a BLOB as a `Uint8Array`, copied here so
+ *   later writes to the Worker's buffer do not change the statement;
+ * - anything else (`undefined`, bigints, functions, plain objects, arrays of other values)
+ *   throws `D1_TYPE_ERROR` from `bind` itself. As in workerd the message interpolates the
+ *   value, so a symbol throws the `TypeError` that interpolation throws.
+ * One case the sources leave open: a view whose elements are not all bytes (a `Uint16Array`
+ * holding 300) reaches D1 as a JSON array of those numbers; here it is a `D1_TYPE_ERROR`.
+ */
+function toParam(value: unknown): unknown {
+  const type = typeof value;
+  if (type === "string") return value;
+  if (type === "number") return Number.isFinite(value) ? (value as number) + 0 : null;
+  if (type === "boolean") return value ? 1 : 0;
+  if (type === "object") {
+    if (value === null) return null;
+    if (Array.isArray(value) && value.every(isByte)) return Uint8Array.from(value);
+    if (value instanceof ArrayBuffer) return new Uint8Array(value.slice(0));
+    if (ArrayBuffer.isView(value)) {
+      const elements = Array.from(value as unknown as ArrayLike<unknown>);
+      if (elements.every(isByte)) return Uint8Array.from(elements);
+    }
+  }
+  const detail = `Type '${type}' not supported for value '${value}'`;
+  throw new Error(`D1_TYPE_ERROR: ${detail}`, { cause: new Error(detail) });
+}
+
+function isByte(element: unknown): element is number {
+  return typeof element === "number" && element >= 0 && element < 256;
+}
+
+/**
+ * One value of a row as the Worker gets it. BLOBs come back as arrays of numbers: the docs'
+ * type conversion table reads "ArrayBuffer → BLOB → Array" (footnote 4: "converted using
+ * Array.from"), and the binding receives rows as JSON (JSON).
+ */
+function toCell(cell: unknown): unknown {
+  return cell instanceof Uint8Array ? Array.from(cell) : cell;
+}
+
+/**
+ * Rows as objects, keys in column order. A name that appears twice keeps the later column's
+ * value in the first one's place (workerd builds each row with `Object.fromEntries`; its test
+ * "still sadly lose data for duplicate columns in a join").
+ */
+function toObjects(result: D1RawResult): Record<string, unknown>[] {
+  return result.rows.map((row) =>
+    Object.fromEntries(row.map((cell, i) => [result.columns[i], toCell(cell)])),
+  );
+}
+
+function toD1Result<T>(result: D1RawResult): D1Result<T> {
+  return { success: true, meta: toMeta(result), results: toObjects(result) as T[] };
+}
+
+/**
+ * `meta` as the docs' "Return objects" lists it. The simulation has one database instance, the
+ * primary; durations are 0 so that nothing real leaks into a run. Region and colo are left out
+ * (optional in workers-types): the simulation runs nowhere.
+ */
+function toMeta(result: D1RawResult): D1Meta & Record<string, unknown> {
+  return {
+    served_by: "eutaxy",
+    served_by_primary: true,
+    timings: { sql_duration_ms: 0 },
+    duration: 0,
+    changes: result.changes,
+    last_row_id: result.lastRowId,
+    changed_db: result.changedDb,
+    size_after: result.sizeAfter,
+    rows_read: result.rowsRead,
+    rows_written: result.rowsWritten,
+  };
+}
+
+/** Runs an engine call; an engine error (`no such table: foo: SQLITE_ERROR`) becomes D1's. */
+function engineCall<T>(call: () => T): T {
+  try {
+    return call();
+  } catch (error) {
+    throw d1Error(messageOf(error), error);
+  }
+}
+
+/** D1's error: `D1_ERROR: <message>`, the bare message as its `cause` (workerd's `_sendOrThrow`). */
+function d1Error(message: string, cause?: unknown): Error {
+  return new Error(`D1_ERROR: ${message}`, {
+    cause: cause instanceof Error ? cause : new Error(message),
+  });
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function isBlank(sql: unknown): boolean {
+  return typeof sql === "string" && sql.trim() === "";
+}

@@ -1,0 +1,14 @@
+/**
+ * What a binding sees of the invocation that calls it. Each call across a binding boundary is
+ * one effect: the invocation parks, the engine decides (proceed, crash before, crash after),
+ * and only then does `perform` run. A crashed invocation never sees the promise settle.
+ */
+export interface EffectScope {
+  /** The invocation's id, as reports show it: `req-2#1`, or `req-2#1/0` for a callee. */
+  readonly invocation: string;
+  /**
+   * Runs `perform` as the invocation's next effect; `label` names it in reports. `perform`
+   * gets the effect's index in the invocation (a callee it hosts is named after it).
+   */
+  effect<T>(label: string, perform: (effect: number) => T | Promise<T>): Promise<T>;
+}
