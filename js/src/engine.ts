@@ -1,0 +1,142 @@
+/**
+ * The wasm boundary, seen from the host. This is the only module that imports the engine built
+ * by wasm-pack into `pkg/`; everything else in the host talks to the engine through the types
+ * below. Every decision and every piece of per-run state (the decision tree, the schedule, the
+ * random streams, the virtual clock, the D1 databases, the trace) lives in the engine; the host
+ * only executes JavaScript and turns binding calls into effects.
+ */
+
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** What the engine is told once per check. */
+export interface EngineConfig {
+  /** The check's seed text; every run's random streams derive from it. */
+  readonly seed: string;
+  /** Event ids in the driver's order (`req-1`, `req-2`, …); events are addressed by index. */
+  readonly events: readonly string[];
+  readonly maxFaultsPerRun: number;
+  readonly maxRedeliveries: number;
+  readonly budgetMs: number;
+  /** Upper bound on the runs a check makes, budget aside. */
+  readonly runsMax: number;
+  /** Upper bound on the runs the shrinker makes. */
+  readonly shrinkRunsMax: number;
+  /** A run seed: run exactly that schedule once instead of exploring. */
+  readonly replay?: string | undefined;
+  readonly invariants: readonly InvariantSpec[];
+}
+
+/** An invariant the engine evaluates itself over the state at the end of a run. */
+export interface UniqueInvariantSpec {
+  readonly kind: "unique";
+  readonly name: string;
+  /** Namespaced D1 binding: `DB` for the scenario's Worker, `payments/DB` for a callee's. */
+  readonly db: string;
+  readonly table: string;
+  readonly columns: readonly string[];
+}
+export type InvariantSpec = UniqueInvariantSpec;
+
+/** What the engine answers at the start of a run. */
+export interface RunPlan {
+  /** Indexes into `EngineConfig.events`, in the order the driver delivers them. */
+  readonly events: readonly number[];
+  readonly phase: "explore" | "shrink" | "replay";
+}
+
+/** What the engine decides at an effect, before the effect happens. */
+export const Decision = { Proceed: 0, CrashBefore: 1, CrashAfter: 2 } as const;
+export type Decision = (typeof Decision)[keyof typeof Decision];
+
+/** One SQLite statement's outcome, before the D1 binding shapes it as Cloudflare does. */
+export interface D1RawResult {
+  readonly columns: string[];
+  /** Rows as arrays in column order; INTEGER and REAL are numbers, BLOB a Uint8Array. */
+  readonly rows: unknown[][];
+  readonly changes: number;
+  readonly lastRowId: number;
+  readonly rowsRead: number;
+  readonly rowsWritten: number;
+  readonly sizeAfter: number;
+  readonly changedDb: boolean;
+}
+
+export interface D1StatementSpec {
+  readonly sql: string;
+  readonly params: readonly unknown[];
+}
+
+export interface FaultReport {
+  readonly kind: "crash_before" | "crash_after";
+  readonly invocation: string;
+  readonly effect: number;
+  readonly label: string;
+}
+
+export interface RunEnd {
+  readonly violated?: { readonly invariant: string; readonly message: string } | undefined;
+}
+
+export type EngineVerdict =
+  | { readonly kind: "bounded"; readonly runs: number }
+  | { readonly kind: "incomplete"; readonly runs: number; readonly reason: "budget" | "runs" }
+  | {
+      readonly kind: "violated";
+      readonly runs: number;
+      readonly shrinkRuns: number;
+      readonly invariant: string;
+      readonly message: string;
+      readonly runSeed: string;
+      readonly eventsKept: string[];
+      readonly faults: FaultReport[];
+      readonly trace: string[];
+    }
+  | { readonly kind: "held"; readonly runs: number; readonly runSeed: string; readonly trace: string[] };
+
+/** The engine's exported class, as wasm-bindgen generates it. */
+export interface Engine {
+  d1Open(db: string): void;
+  d1Setup(db: string, sql: string): void;
+  seal(): void;
+  nextRun(elapsedMs: number): RunPlan | undefined;
+  decide(invocation: string, effect: number, label: string): Decision;
+  redeliver(event: number, delivery: number): boolean;
+  fillRandom(stream: string, buf: Uint8Array): void;
+  nowMs(): number;
+  trace(line: string): void;
+  d1Run(db: string, sql: string, params: readonly unknown[]): D1RawResult;
+  d1Batch(db: string, statements: readonly D1StatementSpec[]): D1RawResult[];
+  d1Exec(db: string, sql: string): { count: number };
+  endRun(): RunEnd;
+  verdict(): EngineVerdict;
+  free(): void;
+}
+
+interface EngineModule {
+  Engine: new (config: EngineConfig) => Engine;
+}
+
+let loaded: EngineModule | undefined;
+
+/** Where wasm-pack writes the engine: `pkg/` at the top of the repository. */
+function enginePath(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 4; i++) {
+    const candidate = join(dir, "pkg", "engine.js");
+    if (existsSync(candidate)) return candidate;
+    dir = dirname(dir);
+  }
+  throw new Error("eutaxy's engine is not built: run `pnpm build` (wasm-pack writes it to pkg/)");
+}
+
+/** Creates an engine for one check. The wasm module is loaded once per process. */
+export function createEngine(config: EngineConfig): Engine {
+  if (!loaded) {
+    const require = createRequire(import.meta.url);
+    loaded = require(enginePath()) as EngineModule;
+  }
+  return new loaded.Engine(config);
+}

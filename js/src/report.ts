@@ -1,0 +1,69 @@
+/**
+ * The report a check prints. Its first line is the verdict, the scenario and the seed; a
+ * VIOLATED report then gives the broken invariant, the shrunk schedule (its run seed, the
+ * events kept, one line per fault) and the command that replays it. docs: README "The report".
+ */
+
+import type { CheckResult } from "./check.ts";
+import { shown } from "./sim/world.ts";
+
+function seconds(ms: number): string {
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+/** The shell command that replays a run seed of this check. */
+export function replayCommand(result: CheckResult, runSeed: string): string {
+  return `eutaxy check ${shown(result.file)} --replay ${runSeed}`;
+}
+
+export function renderReport(result: CheckResult): string {
+  const head = `${result.verdict}  ${result.scenario}  (seed ${result.seed})`;
+  switch (result.verdict) {
+    case "VIOLATED":
+      return [
+        head,
+        "",
+        `Invariant ${result.invariant} is violated: ${result.message}`,
+        "",
+        `Schedule (run seed ${result.runSeed}), events kept: ${result.eventsKept.join(", ")}`,
+        ...(result.faults.length === 0
+          ? ["  no faults: the events alone break it"]
+          : result.faults.map((f) => `  ${f.kind} at ${f.invocation} effect #${f.effect} (${f.label})`)),
+        "",
+        `Replay: ${replayCommand(result, result.runSeed)}`,
+        `Found after ${plural(result.runs, "schedule")} in ${seconds(result.elapsedMs)}; shrunk in ${plural(result.shrinkRuns, "run")}.`,
+      ].join("\n");
+    case "BOUNDED":
+      return [
+        head,
+        "",
+        `Every schedule within the bounds ran and no invariant broke: ${plural(result.runs, "schedule")} in ${seconds(result.elapsedMs)}.`,
+        `Bounds: ${describeBounds(result)}.`,
+      ].join("\n");
+    case "INCOMPLETE":
+      return [
+        head,
+        "",
+        result.reason === "budget"
+          ? `The budget of ${result.bounds.budgetMs} ms ran out after ${plural(result.runs, "schedule")}, before every schedule within the bounds had run.`
+          : `The limit on runs was reached after ${plural(result.runs, "schedule")}, before every schedule within the bounds had run.`,
+        "No invariant broke in the schedules that ran, but this is not a proof: raise bounds.budgetMs or tighten the bounds.",
+        `Bounds: ${describeBounds(result)}.`,
+      ].join("\n");
+    case "HELD":
+      return [
+        `HELD  ${result.scenario}  (run seed ${result.runSeed})`,
+        "",
+        "The replayed run broke no invariant.",
+      ].join("\n");
+  }
+}
+
+function describeBounds(result: CheckResult): string {
+  const b = result.bounds;
+  return `maxFaultsPerRun ${b.maxFaultsPerRun}, maxRedeliveries ${b.maxRedeliveries}, maxConcurrentInvocations ${b.maxConcurrentInvocations}, budgetMs ${b.budgetMs}`;
+}

@@ -1,0 +1,105 @@
+/**
+ * Deterministic globals. Worker code runs in the host's realm, so the sources of
+ * nondeterminism it can reach (`crypto.randomUUID`, `crypto.getRandomValues`, `Math.random`,
+ * `Date`, `performance.now`) are replaced once per process by wrappers that, while a run is
+ * active, draw from the engine: random bytes from the stream of the invocation that is
+ * running, time from the run's virtual clock (frozen between effects, as in production).
+ * Outside a run the wrappers call the originals, which are captured here before any Worker
+ * code is loaded.
+ */
+
+/** Where the wrappers draw from while a run is active. */
+export interface DeterminismSource {
+  /** Fills `buf` from the random stream of the code that is running now. */
+  fillRandom(buf: Uint8Array): void;
+  /** The run's virtual clock, in milliseconds since the epoch. */
+  nowMs(): number;
+}
+
+const RealDate = globalThis.Date;
+const realDateNow = RealDate.now.bind(RealDate);
+const realPerformanceNow = performance.now.bind(performance);
+const realMathRandom = Math.random.bind(Math);
+const realRandomUUID = crypto.randomUUID.bind(crypto);
+const realGetRandomValues = crypto.getRandomValues.bind(crypto);
+const realSetImmediate = globalThis.setImmediate;
+
+/** The host's own clock and macrotask turn, untouched by the wrappers. */
+export const real = {
+  nowMs: realDateNow,
+  monotonicMs: realPerformanceNow,
+  setImmediate: realSetImmediate,
+  Date: RealDate,
+} as const;
+
+let source: DeterminismSource | undefined;
+/** The virtual time `performance.now()` counts from: the clock when the source was activated. */
+let originMs = 0;
+let installed = false;
+
+/** Makes `next` the source for the wrappers until the returned function is called. */
+export function activate(next: DeterminismSource): () => void {
+  install();
+  const previous = { source, originMs };
+  source = next;
+  originMs = next.nowMs();
+  return () => {
+    source = previous.source;
+    originMs = previous.originMs;
+  };
+}
+
+function randomBytes(n: number): Uint8Array {
+  const buf = new Uint8Array(n);
+  (source as DeterminismSource).fillRandom(buf);
+  return buf;
+}
+
+function uuidV4(): `${string}-${string}-${string}-${string}-${string}` {
+  const b = randomBytes(16);
+  b[6] = ((b[6] as number) & 0x0f) | 0x40;
+  b[8] = ((b[8] as number) & 0x3f) | 0x80;
+  const hex = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+function install(): void {
+  if (installed) return;
+  installed = true;
+
+  crypto.randomUUID = () => (source ? uuidV4() : realRandomUUID());
+  crypto.getRandomValues = (<T extends ArrayBufferView | null>(array: T): T => {
+    if (!source || !array) return realGetRandomValues(array as never) as T;
+    if (array.byteLength > 65536) {
+      // The same limit and error as the Web Crypto API, so Worker code sees what it would see.
+      throw new DOMException(
+        `The ArrayBufferView's byte length (${array.byteLength}) exceeds the number of bytes of entropy available via this API (65536)`,
+        "QuotaExceededError",
+      );
+    }
+    source.fillRandom(new Uint8Array(array.buffer, array.byteOffset, array.byteLength));
+    return array;
+  }) as typeof crypto.getRandomValues;
+
+  Math.random = () => {
+    if (!source) return realMathRandom();
+    const b = randomBytes(8);
+    // 53 random bits scaled into [0, 1), as V8's own Math.random does.
+    let hi = 0;
+    for (let i = 0; i < 7; i++) hi = hi * 256 + (b[i] as number);
+    return (hi % 2 ** 53) / 2 ** 53;
+  };
+
+  const SimDate = class SimulatedDate extends RealDate {
+    constructor(...args: unknown[]) {
+      if (args.length === 0 && source) super(source.nowMs());
+      else super(...(args as [number]));
+    }
+    static override now(): number {
+      return source ? source.nowMs() : realDateNow();
+    }
+  };
+  globalThis.Date = SimDate as DateConstructor;
+
+  performance.now = () => (source ? source.nowMs() - originMs : realPerformanceNow());
+}

@@ -1,0 +1,108 @@
+/**
+ * An invocation: one execution of a handler for one delivery of an event (`req-2#1`), or a
+ * callee's execution hosted by one of its caller's effects (`req-2#1/0`). It is the
+ * `EffectScope` its bindings call through: every effect parks the invocation until the run
+ * loop executes it.
+ */
+
+import { SimulationError } from "../errors.ts";
+import type { EffectScope } from "./effect-scope.ts";
+
+/** A limit on the effects of one invocation, so a Worker looping over a binding ends. */
+export const EFFECTS_PER_INVOCATION_MAX = 10_000;
+
+/** An effect the invocation has made and the run loop has not executed yet. */
+export interface ParkedEffect {
+  readonly invocation: Invocation;
+  readonly index: number;
+  readonly label: string;
+  readonly perform: (effect: number) => unknown;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** Where an invocation's effects go: the run loop. */
+export interface EffectSink {
+  park(effect: ParkedEffect): void;
+}
+
+export type InvocationState = "running" | "answered" | "threw" | "dead";
+
+export class Invocation implements EffectScope {
+  state: InvocationState = "running";
+  /** Effects made and not yet settled: parked, or executing (a callee running). */
+  pending = 0;
+  /** `ctx.waitUntil` promises not yet settled. */
+  waitingUntil = 0;
+  /** Callees this invocation hosts that are still live; they die with it. */
+  readonly callees = new Set<Invocation>();
+  private effects = 0;
+  private onDeath: (() => void) | undefined;
+
+  constructor(
+    readonly id: string,
+    /** The Worker whose code this invocation runs, as reports name it. */
+    readonly worker: string,
+    private readonly sink: EffectSink,
+    readonly parent?: Invocation,
+  ) {}
+
+  get invocation(): string {
+    return this.id;
+  }
+
+  get live(): boolean {
+    return this.state !== "dead";
+  }
+
+  /** Live and with nothing left to do: its handler settled and its `waitUntil` work too. */
+  get finished(): boolean {
+    return this.state !== "running" && this.state !== "dead" && this.waitingUntil === 0 && this.pending === 0;
+  }
+
+  effect<T>(label: string, perform: (effect: number) => T | Promise<T>): Promise<T> {
+    if (!this.live) return new Promise<T>(() => {});
+    const index = this.effects++;
+    if (this.effects > EFFECTS_PER_INVOCATION_MAX) {
+      throw new SimulationError(
+        `invocation ${this.id} made more than ${EFFECTS_PER_INVOCATION_MAX} effects; eutaxy stops a run there`,
+      );
+    }
+    this.pending++;
+    return new Promise<T>((resolve, reject) => {
+      this.sink.park({
+        invocation: this,
+        index,
+        label,
+        perform,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+      });
+    });
+  }
+
+  /** Tracks a `ctx.waitUntil` promise: the invocation is not finished before it settles. */
+  waitUntil(promise: unknown): void {
+    if (!this.live) return;
+    this.waitingUntil++;
+    Promise.resolve(promise).then(
+      () => this.waitingUntil--,
+      () => this.waitingUntil--,
+    );
+  }
+
+  /** Called once, when the invocation dies; a callee uses it to fail its caller's call. */
+  whenDead(callback: () => void): void {
+    this.onDeath = callback;
+  }
+
+  /** The invocation dies: it never answers, its parked effects never run, its callees die. */
+  kill(): void {
+    if (!this.live) return;
+    this.state = "dead";
+    for (const callee of this.callees) callee.kill();
+    this.callees.clear();
+    this.parent?.callees.delete(this);
+    this.onDeath?.();
+  }
+}
