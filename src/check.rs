@@ -1,0 +1,497 @@
+//! `Check`, the state machine behind the wasm `Engine`: one check of one scenario.
+//!
+//! The host drives it run by run:
+//!
+//! ```text
+//! d1Open/d1Setup* seal  ( nextRun  (decide | redeliver | fillRandom | nowMs | trace | d1*)*  endRun )*  verdict
+//! ```
+//!
+//! Phases: Explore (exhaustive search, `dfs.rs`) then, on the first violation, Shrink
+//! (`shrink.rs`, candidates run with `replay.rs`), then Done. With a run seed to replay:
+//! Replay (one run) then Done. `nextRun` answers `None` once the check is Done, and `verdict`
+//! tells how it ended.
+//!
+//! Limits: exploration stops at `runs_max` runs or when the host reports `budget_ms` elapsed
+//! (both reported as Incomplete, never Bounded); shrinking stops after `shrink_runs_max` runs
+//! and is not bound by the time budget, so that a violation is always reported shrunk as far
+//! as those runs allow.
+
+use serde::Serialize;
+
+use crate::config::CheckConfig;
+use crate::d1::{Databases, RawResult, Statement, Value};
+use crate::dfs::Dfs;
+use crate::error::{Error, Result};
+use crate::invariant::{self, Violation};
+use crate::replay::Replay;
+use crate::rng::fnv1a;
+use crate::run::Run;
+use crate::schedule::{parse_invocation, Fault, Schedule};
+use crate::shrink::{Outcome, Shrinker};
+use crate::strategy::{Decision, Point, Strategy};
+use crate::verdict::{FaultReport, IncompleteReason, Verdict};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Phase {
+    Explore,
+    Shrink,
+    Replay,
+}
+
+/// What the engine answers at the start of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunPlan {
+    /// Indexes into the configured events, in delivery order.
+    pub events: Vec<u32>,
+    pub phase: Phase,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunEnd {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub violated: Option<Violation>,
+}
+
+impl Serialize for Violation {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("Violation", 2)?;
+        s.serialize_field("invariant", &self.invariant)?;
+        s.serialize_field("message", &self.message)?;
+        s.end()
+    }
+}
+
+enum State {
+    Explore(Dfs),
+    Shrink(Shrinker),
+    Replay(Schedule),
+    Done(Verdict),
+}
+
+/// The strategy and bounds of the run in progress.
+struct Active {
+    /// `None` while exploring: the strategy is the explorer held by `State::Explore`.
+    replay: Option<Replay>,
+    redeliveries_max: u32,
+}
+
+pub struct Check {
+    config: CheckConfig,
+    base_seed: u64,
+    databases: Databases,
+    state: State,
+    /// The current run's state. Before the first run it serves module initialisation, which
+    /// may read the clock and random streams too.
+    run: Run,
+    active: Option<Active>,
+    explore_runs: u64,
+    /// Set when the check cannot go on (nondeterminism); every later call reports it.
+    broken: Option<Error>,
+}
+
+impl Check {
+    pub fn new(config: CheckConfig) -> Result<Self> {
+        config.validate()?;
+        let base_seed = fnv1a(&config.seed);
+        let state = match &config.replay {
+            Some(text) => State::Replay(Schedule::decode(text, &config.events)?),
+            None => State::Explore(Dfs::new(config.max_faults_per_run)),
+        };
+        let init_seed = match &state {
+            State::Replay(schedule) => schedule.base_seed,
+            _ => base_seed,
+        };
+        Ok(Self {
+            config,
+            base_seed,
+            databases: Databases::new(),
+            state,
+            run: Run::new(init_seed, Vec::new()),
+            active: None,
+            explore_runs: 0,
+            broken: None,
+        })
+    }
+
+    pub fn config(&self) -> &CheckConfig {
+        &self.config
+    }
+
+    pub fn event_name(&self, event: u32) -> Result<&str> {
+        self.config
+            .events
+            .get(event as usize)
+            .map(String::as_str)
+            .ok_or_else(|| Error::new(format!("event {event} does not exist")))
+    }
+
+    // ---- setup ----
+
+    pub fn d1_open(&mut self, db: &str) -> Result<()> {
+        self.databases.open(db)
+    }
+
+    pub fn d1_setup(&mut self, db: &str, sql: &str) -> Result<()> {
+        self.databases.setup(db, sql)
+    }
+
+    /// Ends setup: checks that the invariants name existing tables and columns, and snapshots
+    /// the databases every run starts from. Sealing twice is harmless.
+    pub fn seal(&mut self) -> Result<()> {
+        if self.databases.is_sealed() {
+            return Ok(());
+        }
+        for spec in &self.config.invariants {
+            invariant::validate(spec, &mut self.databases)?;
+        }
+        self.databases.seal()
+    }
+
+    // ---- runs ----
+
+    /// Starts the next run, or answers `None` when the check is done. `elapsed_ms` is the
+    /// wall-clock time the check has taken so far, which only the host can measure.
+    pub fn next_run(&mut self, elapsed_ms: u64) -> Result<Option<RunPlan>> {
+        self.ensure_whole()?;
+        if self.active.is_some() {
+            return Err(Error::new(
+                "nextRun was called while a run is in progress; call endRun first",
+            ));
+        }
+        self.seal()?;
+        let all_events: Vec<u32> = (0..self.config.events.len() as u32).collect();
+        let (events, base_seed, phase, active) = match &mut self.state {
+            State::Done(_) => return Ok(None),
+            State::Explore(dfs) => {
+                debug_assert!(!dfs.is_exhausted(), "an exhausted explorer is Done");
+                if self.explore_runs >= self.config.runs_max {
+                    self.finish(Verdict::Incomplete {
+                        runs: self.explore_runs,
+                        reason: IncompleteReason::Runs,
+                    });
+                    return Ok(None);
+                }
+                // The first run always happens, so that even a tiny budget checks the Worker
+                // once; after it, an exhausted budget ends exploration honestly as Incomplete.
+                if self.explore_runs > 0 && elapsed_ms >= self.config.budget_ms {
+                    self.finish(Verdict::Incomplete {
+                        runs: self.explore_runs,
+                        reason: IncompleteReason::Budget,
+                    });
+                    return Ok(None);
+                }
+                dfs.begin_run();
+                let active = Active {
+                    replay: None,
+                    redeliveries_max: self.config.max_redeliveries,
+                };
+                (all_events, self.base_seed, Phase::Explore, active)
+            }
+            State::Shrink(shrinker) => {
+                let Some(candidate) = shrinker.next_candidate() else {
+                    let verdict = self.shrunk_verdict();
+                    self.finish(verdict);
+                    return Ok(None);
+                };
+                let schedule = candidate.schedule;
+                let redeliveries_max = self.config.max_redeliveries.min(schedule.redeliveries_max);
+                let events = schedule.events.clone();
+                let base_seed = schedule.base_seed;
+                let mut replay = Replay::new(schedule, candidate.strict);
+                replay.begin_run();
+                let active = Active {
+                    replay: Some(replay),
+                    redeliveries_max,
+                };
+                (events, base_seed, Phase::Shrink, active)
+            }
+            State::Replay(schedule) => {
+                let mut replay = Replay::new(schedule.clone(), false);
+                replay.begin_run();
+                let active = Active {
+                    redeliveries_max: self.config.max_redeliveries.min(schedule.redeliveries_max),
+                    replay: Some(replay),
+                };
+                (
+                    schedule.events.clone(),
+                    schedule.base_seed,
+                    Phase::Replay,
+                    active,
+                )
+            }
+        };
+        self.databases.restore()?;
+        self.databases.reseed(base_seed);
+        self.run = Run::new(base_seed, events.clone());
+        self.active = Some(active);
+        Ok(Some(RunPlan { events, phase }))
+    }
+
+    /// Decides what happens at effect `effect` of `invocation`, before the effect happens.
+    pub fn decide(&mut self, invocation: &str, effect: u32, label: &str) -> Result<Decision> {
+        self.ensure_whole()?;
+        let Some(active) = self.active.as_mut() else {
+            return Err(Error::new("decide was called outside a run"));
+        };
+        let id = parse_invocation(invocation, &self.config.events)?;
+        if !self.run.delivers(id.event) {
+            return Err(Error::new(format!(
+                "invocation {invocation} belongs to an event this run does not deliver"
+            )));
+        }
+        if self
+            .run
+            .faults()
+            .iter()
+            .any(|f| f.invocation == invocation && f.effect == effect)
+        {
+            return Err(Error::new(format!(
+                "{invocation} effect #{effect} was decided twice, after a fault that ended it"
+            )));
+        }
+        let point = Point {
+            invocation,
+            effect,
+            label,
+            ordinal: self.run.begin_effect(),
+            faults_fired: self.run.faults_fired(),
+        };
+        let decided = match (&mut active.replay, &mut self.state) {
+            (Some(replay), _) => replay.decide(&point),
+            (None, State::Explore(dfs)) => dfs.decide(&point),
+            (None, _) => unreachable!("only exploration runs without a replay"),
+        };
+        let decision = match decided {
+            Ok(decision) => decision,
+            Err(e) => return Err(self.break_with(e)),
+        };
+        if let Some(kind) = decision.fault() {
+            self.run.record_fault(Fault {
+                kind,
+                invocation: invocation.to_string(),
+                event: id.event,
+                effect,
+                label: label.to_string(),
+            });
+        }
+        self.run
+            .trace(format!("{invocation} effect #{effect} {label}: {decision}"));
+        self.run.end_effect();
+        Ok(decision)
+    }
+
+    /// Whether the client's resend, delivery `delivery` of `event`, happens. The host asks
+    /// when delivery `delivery - 1` died without an answer and the client has retries left.
+    pub fn redeliver(&mut self, event: u32, delivery: u32) -> Result<bool> {
+        self.ensure_whole()?;
+        let Some(active) = self.active.as_ref() else {
+            return Err(Error::new("redeliver was called outside a run"));
+        };
+        let name = self.event_name(event)?.to_string();
+        if !self.run.delivers(event) {
+            return Err(Error::new(format!(
+                "redeliver: this run does not deliver {name}"
+            )));
+        }
+        if delivery < 2 {
+            return Err(Error::new(format!(
+                "redeliver: delivery {delivery} of {name} is not a redelivery (those count from 2)"
+            )));
+        }
+        let redelivery = delivery - 1;
+        let granted = redelivery <= active.redeliveries_max;
+        if granted {
+            self.run.record_redelivery(event, redelivery);
+            self.run.trace(format!("redeliver {name}#{delivery}"));
+        } else {
+            self.run.trace(format!(
+                "redeliver {name}#{delivery}: refused, out of redeliveries"
+            ));
+        }
+        Ok(granted)
+    }
+
+    pub fn fill_random(&mut self, stream: &str, buf: &mut [u8]) {
+        self.run.fill_random(stream, buf);
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.run.now_ms()
+    }
+
+    pub fn trace(&mut self, line: &str) {
+        self.run.trace(line.to_string());
+    }
+
+    /// The trace of the run in progress (or of module initialisation before the first run).
+    pub fn trace_lines(&self) -> &[String] {
+        self.run.trace_lines()
+    }
+
+    pub fn faults_fired(&self) -> &[Fault] {
+        self.run.faults()
+    }
+
+    pub fn d1_run(&mut self, db: &str, sql: &str, params: &[Value]) -> Result<RawResult> {
+        self.databases.run(db, sql, params)
+    }
+
+    pub fn d1_batch(&mut self, db: &str, statements: &[Statement]) -> Result<Vec<RawResult>> {
+        self.databases.batch(db, statements)
+    }
+
+    pub fn d1_exec(&mut self, db: &str, sql: &str) -> Result<u64> {
+        self.databases.exec(db, sql)
+    }
+
+    /// Ends the run: evaluates the invariants in order and moves the check on.
+    pub fn end_run(&mut self) -> Result<RunEnd> {
+        self.ensure_whole()?;
+        let Some(active) = self.active.take() else {
+            return Err(Error::new("endRun was called outside a run"));
+        };
+        if let Some(mut replay) = active.replay {
+            let more = replay.end_run()?;
+            debug_assert!(!more, "a replay is one run");
+        }
+        let violation = self.first_violation()?;
+        let state = std::mem::replace(&mut self.state, State::Done(Verdict::Bounded { runs: 0 }));
+        self.state = match state {
+            State::Explore(mut dfs) => {
+                let more = match dfs.end_run() {
+                    Ok(more) => more,
+                    Err(e) => return Err(self.break_with(e)),
+                };
+                self.explore_runs += 1;
+                if let Some(violation) = &violation {
+                    let schedule = Schedule {
+                        base_seed: self.run.base_seed(),
+                        events: self.run.events().to_vec(),
+                        faults: self.run.faults().to_vec(),
+                        redeliveries_max: self.config.max_redeliveries,
+                    };
+                    State::Shrink(Shrinker::new(
+                        schedule,
+                        violation.clone(),
+                        self.run.trace_lines().to_vec(),
+                        self.config.shrink_runs_max,
+                    ))
+                } else if more {
+                    State::Explore(dfs)
+                } else {
+                    State::Done(Verdict::Bounded {
+                        runs: self.explore_runs,
+                    })
+                }
+            }
+            State::Shrink(mut shrinker) => {
+                let outcome = Outcome {
+                    violation: violation.clone(),
+                    faults: self.run.faults().to_vec(),
+                    redeliveries_used: self.run.redeliveries_used(),
+                    trace: self.run.trace_lines().to_vec(),
+                };
+                if let Err(e) = shrinker.report(outcome) {
+                    return Err(self.break_with(e));
+                }
+                State::Shrink(shrinker)
+            }
+            State::Replay(schedule) => {
+                let run_seed = schedule.encode(&self.config.events);
+                let trace = self.run.trace_lines().to_vec();
+                State::Done(match &violation {
+                    Some(violation) => Verdict::Violated {
+                        runs: 1,
+                        shrink_runs: 0,
+                        invariant: violation.invariant.clone(),
+                        message: violation.message.clone(),
+                        run_seed,
+                        events_kept: self.event_names(&schedule.events),
+                        faults: self.run.faults().iter().map(FaultReport::from).collect(),
+                        trace,
+                    },
+                    None => Verdict::Held {
+                        runs: 1,
+                        run_seed,
+                        trace,
+                    },
+                })
+            }
+            State::Done(_) => unreachable!("no run is active once the check is done"),
+        };
+        Ok(RunEnd {
+            violated: violation,
+        })
+    }
+
+    /// How the check ended; an error until `next_run` has answered `None`.
+    pub fn verdict(&self) -> Result<Verdict> {
+        self.ensure_whole()?;
+        match &self.state {
+            State::Done(verdict) => Ok(verdict.clone()),
+            _ => Err(Error::new(
+                "the check is not done: call nextRun until it returns undefined",
+            )),
+        }
+    }
+
+    fn first_violation(&mut self) -> Result<Option<Violation>> {
+        for spec in &self.config.invariants {
+            if let Some(violation) = invariant::evaluate(spec, &mut self.databases)? {
+                return Ok(Some(violation));
+            }
+        }
+        Ok(None)
+    }
+
+    fn shrunk_verdict(&self) -> Verdict {
+        let State::Shrink(shrinker) = &self.state else {
+            unreachable!("called while shrinking");
+        };
+        let best = shrinker.best();
+        Verdict::Violated {
+            runs: self.explore_runs,
+            shrink_runs: shrinker.runs(),
+            invariant: shrinker.invariant().to_string(),
+            message: best.message.clone(),
+            run_seed: best.schedule.encode(&self.config.events),
+            events_kept: self.event_names(&best.schedule.events),
+            faults: best.schedule.faults.iter().map(FaultReport::from).collect(),
+            trace: best.trace.clone(),
+        }
+    }
+
+    fn event_names(&self, events: &[u32]) -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|e| self.config.events.get(*e as usize).cloned())
+            .collect()
+    }
+
+    fn finish(&mut self, verdict: Verdict) {
+        self.state = State::Done(verdict);
+    }
+
+    fn break_with(&mut self, error: Error) -> Error {
+        self.active = None;
+        self.broken = Some(error.clone());
+        error
+    }
+
+    fn ensure_whole(&self) -> Result<()> {
+        match &self.broken {
+            Some(error) => Err(error.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,374 @@
+//! The whole check state machine, driven by the simulated host of `testing.rs`.
+
+use std::cell::Cell;
+use std::collections::BTreeSet;
+
+use super::*;
+use crate::config::InvariantSpec;
+use crate::run::CLOCK_START_MS;
+use crate::testing::{config, FakeEffect, FakeHost};
+
+fn check(config: CheckConfig) -> Check {
+    Check::new(config).unwrap()
+}
+
+fn binomial(n: u64, k: u64) -> u64 {
+    (0..k).fold(1, |acc, i| acc * (n - i) / (i + 1))
+}
+
+#[test]
+fn explores_small_trees_exactly() {
+    let effects = [
+        FakeEffect::pure("D1:DB run"),
+        FakeEffect::pure("Service:PAYMENTS charge"),
+    ];
+    for events in 1..=3u64 {
+        for faults in 0..=3u32 {
+            let host = FakeHost::uniform(events as usize, &effects, 0);
+            let (runs, verdict) = host
+                .check(&mut check(config(events as usize, faults, 0)))
+                .unwrap();
+            // Without redeliveries an event takes at most one fault, at one of its 2 effects,
+            // of one of 2 kinds.
+            let expected: u64 = (0..=u64::from(faults).min(events))
+                .map(|j| binomial(events, j) * 4u64.pow(j as u32))
+                .sum();
+            assert_eq!(
+                runs.len() as u64,
+                expected,
+                "{events} events, {faults} faults"
+            );
+            assert_eq!(verdict, Verdict::Bounded { runs: expected });
+            let distinct: BTreeSet<String> =
+                runs.iter().map(|r| format!("{:?}", r.decisions)).collect();
+            assert_eq!(
+                distinct.len(),
+                runs.len(),
+                "every run is a different schedule"
+            );
+        }
+    }
+}
+
+#[test]
+fn no_faults_means_one_run() {
+    let host = FakeHost::uniform(3, &[FakeEffect::pure("D1:DB run")], 2);
+    let (runs, verdict) = host.check(&mut check(config(3, 0, 2))).unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(verdict, Verdict::Bounded { runs: 1 });
+}
+
+#[test]
+fn redeliveries_open_new_branch_points() {
+    let host = FakeHost::uniform(1, &[FakeEffect::pure("Service:PAYMENTS charge")], 5);
+    // One fault: proceed, or a crash of either kind whose redelivery proceeds.
+    let (runs, _) = host.check(&mut check(config(1, 1, 1))).unwrap();
+    assert_eq!(runs.len(), 3);
+    // Two faults: the redelivery after a crash branches too (3 ways), and the delivery after
+    // two crashes is refused with one redelivery allowed.
+    let (runs, _) = host.check(&mut check(config(1, 2, 1))).unwrap();
+    assert_eq!(runs.len(), 7);
+}
+
+#[test]
+fn respects_the_fault_budget() {
+    let effects = [FakeEffect::pure("a"), FakeEffect::pure("b")];
+    let host = FakeHost::uniform(3, &effects, 3);
+    for faults in 0..=2 {
+        let (runs, _) = host.check(&mut check(config(3, faults, 3))).unwrap();
+        assert!(runs.len() > 1 || faults == 0);
+        for run in &runs {
+            let fired = run
+                .decisions
+                .iter()
+                .filter(|(_, _, d)| *d != Decision::Proceed)
+                .count();
+            assert!(fired <= faults as usize, "{fired} faults in {run:?}");
+        }
+        let most = runs
+            .iter()
+            .map(|r| {
+                r.decisions
+                    .iter()
+                    .filter(|d| d.2 != Decision::Proceed)
+                    .count()
+            })
+            .max();
+        assert_eq!(most, Some(faults as usize));
+    }
+}
+
+#[test]
+fn varies_the_deepest_decision_first() {
+    let effects = [FakeEffect::pure("a"), FakeEffect::pure("b")];
+    let host = FakeHost::uniform(2, &effects, 0);
+    let (runs, _) = host.check(&mut check(config(2, 1, 0))).unwrap();
+    assert!(runs[0].decisions.iter().all(|d| d.2 == Decision::Proceed));
+    let faulted: Vec<_> = runs[1]
+        .decisions
+        .iter()
+        .filter(|d| d.2 != Decision::Proceed)
+        .collect();
+    assert_eq!(
+        faulted,
+        vec![&("req-2#1".to_string(), 1, Decision::CrashBefore)]
+    );
+    // The last run crashes the first effect of the first event, after the first event's other
+    // alternatives and every alternative of the second event.
+    let last = runs.last().unwrap();
+    assert_eq!(
+        last.decisions[0],
+        ("req-1#1".to_string(), 0, Decision::CrashAfter)
+    );
+}
+
+/// The checkout example in miniature: only req-2's charge is not idempotent, so the invariant
+/// breaks exactly when req-2's charge happens, its invocation dies, and the client resends.
+fn checkout(config: CheckConfig) -> (Check, FakeHost) {
+    let mut config = config;
+    config.invariants = vec![InvariantSpec::Unique {
+        name: "one-charge-per-order".into(),
+        db: "payments/DB".into(),
+        table: "charges".into(),
+        columns: vec!["order_id".into()],
+    }];
+    let mut check = Check::new(config).unwrap();
+    check.d1_open("payments/DB").unwrap();
+    check
+        .d1_setup(
+            "payments/DB",
+            "CREATE TABLE charges (id INTEGER PRIMARY KEY, order_id TEXT NOT NULL);",
+        )
+        .unwrap();
+    check.seal().unwrap();
+    let idempotent = FakeEffect::sql(
+        "Service:PAYMENTS charge",
+        "payments/DB",
+        "INSERT INTO charges (order_id) SELECT 'o-$N' \
+         WHERE NOT EXISTS (SELECT 1 FROM charges WHERE order_id = 'o-$N')",
+    );
+    let naive = FakeEffect::sql(
+        "Service:PAYMENTS charge",
+        "payments/DB",
+        "INSERT INTO charges (order_id) VALUES ('o-$N')",
+    );
+    let host = FakeHost {
+        effects: vec![vec![idempotent.clone()], vec![naive], vec![idempotent]],
+        retries: 3,
+    };
+    (check, host)
+}
+
+#[test]
+fn finds_and_shrinks_the_violation() {
+    let (mut check, host) = checkout(config(3, 1, 3));
+    let (runs, verdict) = host.check(&mut check).unwrap();
+    let Verdict::Violated {
+        runs: explore_runs,
+        shrink_runs,
+        invariant,
+        message,
+        run_seed,
+        events_kept,
+        faults,
+        trace,
+    } = verdict
+    else {
+        panic!("expected a violation, got {verdict:?}");
+    };
+    assert_eq!(invariant, "one-charge-per-order");
+    assert_eq!(
+        message,
+        "2 rows of charges in D1:payments/DB share order_id = \"o-2\""
+    );
+    assert_eq!(events_kept, vec!["req-2"]);
+    assert_eq!(
+        faults,
+        vec![FaultReport {
+            kind: "crash_after",
+            invocation: "req-2#1".into(),
+            effect: 0,
+            label: "Service:PAYMENTS charge".into(),
+        }]
+    );
+    assert_eq!(run_seed, format!("{:016x}:2:A2.1@0:1", fnv1a("checkout")));
+    assert_eq!(
+        trace,
+        vec![
+            "req-2#1 effect #0 Service:PAYMENTS charge: crash_after",
+            "redeliver req-2#2",
+            "req-2#2 effect #0 Service:PAYMENTS charge: proceed",
+        ]
+    );
+    // Deepest first: req-3's faults are tried before req-2's, and the violation is the second
+    // alternative at req-2's charge.
+    let explored: Vec<_> = runs
+        .iter()
+        .filter(|r| r.plan.phase == Phase::Explore)
+        .collect();
+    assert_eq!(explored.len() as u64, explore_runs);
+    assert_eq!(explore_runs, 5);
+    assert!(explored.last().unwrap().end.violated.is_some());
+    let shrunk = runs.len() as u64 - explore_runs;
+    assert_eq!(shrunk, shrink_runs);
+    assert!(runs[explore_runs as usize..]
+        .iter()
+        .all(|r| r.plan.phase == Phase::Shrink));
+    // Shrinking stopped once nothing could go: verify, three event removals, one fault
+    // removal, one redelivery count.
+    assert!(shrink_runs <= 8, "{shrink_runs} shrink runs");
+}
+
+#[test]
+fn the_run_seed_replays_the_shrunk_run() {
+    let (mut first, host) = checkout(config(3, 1, 3));
+    let (_, verdict) = host.check(&mut first).unwrap();
+    let Verdict::Violated {
+        run_seed, trace, ..
+    } = verdict.clone()
+    else {
+        panic!("expected a violation");
+    };
+    let mut replay_config = config(3, 1, 3);
+    replay_config.replay = Some(run_seed.clone());
+    let (mut again, host) = checkout(replay_config);
+    let (runs, replayed) = host.check(&mut again).unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].plan.phase, Phase::Replay);
+    let Verdict::Violated {
+        runs: 1,
+        shrink_runs: 0,
+        run_seed: replayed_seed,
+        trace: replayed_trace,
+        faults,
+        ..
+    } = replayed
+    else {
+        panic!("expected the replay to violate, got {replayed:?}");
+    };
+    assert_eq!(replayed_seed, run_seed);
+    assert_eq!(replayed_trace, trace);
+    assert_eq!(faults[0].label, "Service:PAYMENTS charge");
+
+    // Without the fault the same events hold.
+    let mut held_config = config(3, 1, 3);
+    let faultless = format!("{:016x}:2:-:1", fnv1a("checkout"));
+    held_config.replay = Some(faultless.clone());
+    let (mut held, host) = checkout(held_config);
+    let (_, verdict) = host.check(&mut held).unwrap();
+    assert_eq!(
+        verdict,
+        Verdict::Held {
+            runs: 1,
+            run_seed: faultless,
+            trace: vec!["req-2#1 effect #0 Service:PAYMENTS charge: proceed".into()],
+        }
+    );
+}
+
+#[test]
+fn a_malformed_run_seed_is_a_construction_error() {
+    let mut bad = config(2, 1, 1);
+    bad.replay = Some("nope".into());
+    let error = Check::new(bad).err().unwrap();
+    assert!(error
+        .message()
+        .starts_with("run seed 'nope' is malformed: "));
+}
+
+#[test]
+fn detects_nondeterminism() {
+    let mut check = check(config(1, 1, 0));
+    let calls = Cell::new(0);
+    let mut outcome = Ok(());
+    while let Some(_plan) = check.next_run(0).unwrap() {
+        calls.set(calls.get() + 1);
+        // The Worker's first effect depends on something outside the simulation.
+        let label = if calls.get() == 1 {
+            "D1:DB run"
+        } else {
+            "KV:CACHE get"
+        };
+        match check.decide("req-1#1", 0, label) {
+            Ok(_) => {
+                check.end_run().unwrap();
+            }
+            Err(e) => {
+                outcome = Err(e);
+                break;
+            }
+        }
+    }
+    let error = outcome.unwrap_err();
+    assert_eq!(
+        error.message(),
+        "nondeterminism: at decision 1 the run reached req-1#1 effect #0 (KV:CACHE get) but an \
+         earlier run with the same choices reached req-1#1 effect #0 (D1:DB run); the Worker \
+         depends on something outside the simulation"
+    );
+    // The check stays broken.
+    assert_eq!(check.next_run(0).unwrap_err(), error);
+}
+
+#[test]
+fn stops_at_the_budget_and_at_runs_max() {
+    let host = FakeHost::uniform(2, &[FakeEffect::pure("a")], 0);
+    let mut budgeted = check(config(2, 2, 0));
+    let plan = budgeted.next_run(0).unwrap().unwrap();
+    host.play_run(&mut budgeted, plan).unwrap();
+    assert_eq!(budgeted.next_run(60_000).unwrap(), None);
+    assert_eq!(
+        budgeted.verdict().unwrap(),
+        Verdict::Incomplete {
+            runs: 1,
+            reason: IncompleteReason::Budget,
+        }
+    );
+
+    let mut limited_config = config(2, 2, 0);
+    limited_config.runs_max = 4;
+    let (runs, verdict) = host.check(&mut check(limited_config)).unwrap();
+    assert_eq!(runs.len(), 4);
+    assert_eq!(
+        verdict,
+        Verdict::Incomplete {
+            runs: 4,
+            reason: IncompleteReason::Runs,
+        }
+    );
+}
+
+#[test]
+fn clock_and_random_streams_are_per_run() {
+    let mut check = check(config(1, 1, 0));
+    let mut seen = Vec::new();
+    while let Some(_plan) = check.next_run(0).unwrap() {
+        assert_eq!(check.now_ms(), CLOCK_START_MS);
+        let mut bytes = [0u8; 16];
+        check.fill_random("req-1#1", &mut bytes);
+        let decision = check.decide("req-1#1", 0, "D1:DB run").unwrap();
+        assert_eq!(check.now_ms(), CLOCK_START_MS + 1);
+        if decision == Decision::Proceed {
+            check.decide("req-1#1", 1, "D1:DB run").unwrap();
+            assert_eq!(check.now_ms(), CLOCK_START_MS + 2);
+        }
+        check.end_run().unwrap();
+        seen.push(bytes);
+    }
+    assert!(seen.len() > 1);
+    assert!(seen.windows(2).all(|w| w[0] == w[1]));
+}
+
+#[test]
+fn misuse_is_reported() {
+    let mut check = check(config(1, 1, 1));
+    assert!(check.decide("req-1#1", 0, "a").is_err());
+    assert!(check.end_run().is_err());
+    assert!(check.verdict().is_err());
+    check.next_run(0).unwrap().unwrap();
+    assert!(check.next_run(0).is_err());
+    assert!(check.decide("req-9#1", 0, "a").is_err());
+    assert!(check.redeliver(0, 1).is_err());
+    assert!(check.redeliver(0, 2).unwrap());
+    assert!(!check.redeliver(0, 3).unwrap());
+}

@@ -1,0 +1,28 @@
+//! eutaxy's engine: the deterministic core of the checker.
+//!
+//! The TypeScript host runs the Workers' JavaScript; this crate owns every decision and every
+//! piece of per-run state: the decision tree of the exhaustive explorer, the replayed schedules
+//! of the shrinker, the random streams, the virtual clock, the SQLite-backed D1 databases and the
+//! trace. `check::Check` is the state machine; `wasm` is the only module that knows about
+//! JavaScript, so everything else is tested natively with `cargo test`.
+
+pub mod check;
+pub mod config;
+pub mod d1;
+pub mod dfs;
+pub mod error;
+pub mod invariant;
+pub mod replay;
+pub mod rng;
+pub mod run;
+pub mod schedule;
+pub mod shrink;
+pub mod strategy;
+pub mod tree;
+pub mod verdict;
+
+#[cfg(target_arch = "wasm32")]
+pub mod wasm;
+
+#[cfg(test)]
+mod testing;

@@ -1,0 +1,125 @@
+//! The replay strategy: follows a schedule instead of searching. A fault fires at the effect
+//! whose invocation and effect index match one of the schedule's faults; every other effect
+//! proceeds. The shrinker runs its candidates with it, and so does `--replay <run seed>`.
+
+use crate::error::{Error, Result};
+use crate::schedule::Schedule;
+use crate::strategy::{Decision, Point, Strategy};
+
+#[derive(Debug)]
+pub struct Replay {
+    schedule: Schedule,
+    /// Whether the schedule is exactly a run seen before, so that a fault whose recorded label
+    /// differs from the effect reached is divergence. A shrink candidate is not such a run:
+    /// removing an event may legitimately change what an invocation does at an effect.
+    strict: bool,
+}
+
+impl Replay {
+    pub fn new(schedule: Schedule, strict: bool) -> Self {
+        Self { schedule, strict }
+    }
+
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+}
+
+impl Strategy for Replay {
+    fn begin_run(&mut self) {}
+
+    fn decide(&mut self, point: &Point<'_>) -> Result<Decision> {
+        let Some(fault) = self
+            .schedule
+            .faults
+            .iter()
+            .find(|f| f.invocation == point.invocation && f.effect == point.effect)
+        else {
+            return Ok(Decision::Proceed);
+        };
+        if self.strict && !fault.label.is_empty() && fault.label != point.label {
+            let recorded = format!(
+                "{} effect #{} ({})",
+                fault.invocation, fault.effect, fault.label
+            );
+            return Err(Error::nondeterminism(
+                point.ordinal,
+                &point.describe(),
+                &recorded,
+            ));
+        }
+        Ok(Decision::from_fault(fault.kind))
+    }
+
+    fn end_run(&mut self) -> Result<bool> {
+        Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::{Fault, FaultKind};
+
+    fn schedule() -> Schedule {
+        Schedule {
+            base_seed: 1,
+            events: vec![1],
+            faults: vec![Fault {
+                kind: FaultKind::CrashAfter,
+                invocation: "req-2#1".into(),
+                event: 1,
+                effect: 0,
+                label: "Service:PAYMENTS charge".into(),
+            }],
+            redeliveries_max: 1,
+        }
+    }
+
+    fn point<'a>(invocation: &'a str, effect: u32, label: &'a str) -> Point<'a> {
+        Point {
+            invocation,
+            effect,
+            label,
+            ordinal: 1,
+            faults_fired: 0,
+        }
+    }
+
+    #[test]
+    fn fires_the_scheduled_fault_only() {
+        let mut replay = Replay::new(schedule(), true);
+        replay.begin_run();
+        let charge = "Service:PAYMENTS charge";
+        assert_eq!(
+            replay.decide(&point("req-2#1", 0, charge)).unwrap(),
+            Decision::CrashAfter
+        );
+        assert_eq!(
+            replay.decide(&point("req-2#2", 0, charge)).unwrap(),
+            Decision::Proceed
+        );
+        assert_eq!(
+            replay.decide(&point("req-2#1", 1, charge)).unwrap(),
+            Decision::Proceed
+        );
+    }
+
+    #[test]
+    fn strict_replay_detects_a_different_effect() {
+        let mut strict = Replay::new(schedule(), true);
+        let error = strict
+            .decide(&point("req-2#1", 0, "D1:DB run"))
+            .unwrap_err();
+        assert!(error.message().starts_with(
+            "nondeterminism: at decision 1 the run reached req-2#1 effect #0 (D1:DB run) but an \
+             earlier run with the same choices reached req-2#1 effect #0 (Service:PAYMENTS \
+             charge)"
+        ));
+        let mut lenient = Replay::new(schedule(), false);
+        assert_eq!(
+            lenient.decide(&point("req-2#1", 0, "D1:DB run")).unwrap(),
+            Decision::CrashAfter
+        );
+    }
+}

@@ -1,0 +1,169 @@
+//! Per-run state of the simulation: random streams, the virtual clock, the trace, the faults
+//! that fired and the redeliveries granted. A fresh `Run` starts every run, so nothing leaks
+//! from one run into the next.
+
+use std::collections::BTreeMap;
+
+use crate::rng::{stream_seed, SplitMix64};
+use crate::schedule::Fault;
+
+/// Every run starts at 2026-01-01T00:00:00Z, so that `Date.now()` is the same in every run and
+/// in every replay.
+pub const CLOCK_START_MS: u64 = 1_767_225_600_000;
+
+/// Upper bound on trace lines kept per run; a Worker that loops over effects must not exhaust
+/// memory through its trace.
+pub const TRACE_LINES_MAX: usize = 100_000;
+
+/// Upper bound on distinct random streams per run.
+pub const STREAMS_MAX: usize = 100_000;
+
+#[derive(Debug)]
+pub struct Run {
+    base_seed: u64,
+    /// The events of the run's plan, as indexes into the configured events.
+    events: Vec<u32>,
+    streams: BTreeMap<String, SplitMix64>,
+    now_ms: u64,
+    trace: Vec<String>,
+    trace_truncated: bool,
+    faults: Vec<Fault>,
+    /// The number of decide calls so far.
+    effects: usize,
+    /// The highest redelivery granted per event of the plan (0: none), in plan order.
+    redeliveries: Vec<u32>,
+}
+
+impl Run {
+    pub fn new(base_seed: u64, events: Vec<u32>) -> Self {
+        let redeliveries = vec![0; events.len()];
+        Self {
+            base_seed,
+            events,
+            streams: BTreeMap::new(),
+            now_ms: CLOCK_START_MS,
+            trace: Vec::new(),
+            trace_truncated: false,
+            faults: Vec::new(),
+            effects: 0,
+            redeliveries,
+        }
+    }
+
+    pub fn base_seed(&self) -> u64 {
+        self.base_seed
+    }
+
+    pub fn events(&self) -> &[u32] {
+        &self.events
+    }
+
+    /// Fills `buf` from the stream named `stream`, creating the stream on first use.
+    pub fn fill_random(&mut self, stream: &str, buf: &mut [u8]) {
+        if let Some(rng) = self.streams.get_mut(stream) {
+            rng.fill(buf);
+            return;
+        }
+        let mut rng = SplitMix64::new(stream_seed(self.base_seed, stream));
+        rng.fill(buf);
+        // Past the limit a stream is still deterministic, just not remembered: it restarts at
+        // every call. That keeps runs reproducible instead of failing them.
+        if self.streams.len() < STREAMS_MAX {
+            self.streams.insert(stream.to_string(), rng);
+        }
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.now_ms
+    }
+
+    /// Counts an effect and returns its ordinal in the run, from 1.
+    pub fn begin_effect(&mut self) -> usize {
+        self.effects += 1;
+        self.effects
+    }
+
+    /// Time passes only at effects, after the decision: `Date.now()` is frozen while an
+    /// invocation computes, as it is in production between I/O.
+    pub fn end_effect(&mut self) {
+        self.now_ms += 1;
+    }
+
+    pub fn trace(&mut self, line: String) {
+        if self.trace.len() < TRACE_LINES_MAX {
+            self.trace.push(line);
+        } else if !self.trace_truncated {
+            self.trace_truncated = true;
+            self.trace
+                .push(format!("(trace truncated after {TRACE_LINES_MAX} lines)"));
+        }
+    }
+
+    pub fn trace_lines(&self) -> &[String] {
+        &self.trace
+    }
+
+    pub fn take_trace(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.trace)
+    }
+
+    pub fn record_fault(&mut self, fault: Fault) {
+        debug_assert!(!self
+            .faults
+            .iter()
+            .any(|f| f.invocation == fault.invocation && f.effect == fault.effect));
+        self.faults.push(fault);
+    }
+
+    pub fn faults(&self) -> &[Fault] {
+        &self.faults
+    }
+
+    pub fn faults_fired(&self) -> u32 {
+        u32::try_from(self.faults.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Whether `event` is in the run's plan.
+    pub fn delivers(&self, event: u32) -> bool {
+        self.events.contains(&event)
+    }
+
+    pub fn record_redelivery(&mut self, event: u32, redelivery: u32) {
+        if let Some(at) = self.events.iter().position(|e| *e == event) {
+            self.redeliveries[at] = self.redeliveries[at].max(redelivery);
+        }
+    }
+
+    /// The most redeliveries any event of the run used.
+    pub fn redeliveries_used(&self) -> u32 {
+        self.redeliveries.iter().copied().max().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_continue_within_a_run_and_restart_with_a_new_run() {
+        let mut first = Run::new(42, vec![0]);
+        let (mut a, mut b) = ([0u8; 8], [0u8; 8]);
+        first.fill_random("req-1#1", &mut a);
+        first.fill_random("req-1#1", &mut b);
+        assert_ne!(a, b);
+        let mut second = Run::new(42, vec![0]);
+        let mut c = [0u8; 8];
+        second.fill_random("req-1#1", &mut c);
+        assert_eq!(a, c);
+    }
+
+    #[test]
+    fn clock_moves_only_at_effects() {
+        let mut run = Run::new(0, vec![]);
+        assert_eq!(run.now_ms(), CLOCK_START_MS);
+        assert_eq!(run.begin_effect(), 1);
+        assert_eq!(run.now_ms(), CLOCK_START_MS);
+        run.end_effect();
+        assert_eq!(run.now_ms(), CLOCK_START_MS + 1);
+    }
+}

@@ -1,0 +1,373 @@
+//! Schedules and their text form, the run seed.
+//!
+//! A schedule says everything that distinguishes one run from another: the base seed of the
+//! random streams, which events the driver delivers, which faults fire where, and how many
+//! redeliveries a client gets. Printed as a run seed, it replays that run exactly:
+//!
+//! ```text
+//! <base seed, 16 hex digits>:<events>:<faults>:<redeliveries max>
+//! 9f3c2a1b7d4e5f60:2:A2.1@0:3
+//! ```
+//!
+//! Events are 1-based event indexes joined by `,`. Faults are `-` when there are none, else
+//! `A<invocation>@<effect>` (crash_after) or `B<invocation>@<effect>` (crash_before) joined by
+//! `,`, where the invocation id has its event name replaced by the event's 1-based index:
+//! `req-2#1` is `2.1` and the callee invocation `req-2#1/0` is `2.1/0`. An empty event list is
+//! written `-` too. Labels are not part of the run seed.
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FaultKind {
+    /// The invocation dies at the effect; the effect never happens.
+    CrashBefore,
+    /// The effect happens; the invocation dies before it sees the result.
+    CrashAfter,
+}
+
+impl FaultKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::CrashBefore => "crash_before",
+            FaultKind::CrashAfter => "crash_after",
+        }
+    }
+
+    fn letter(self) -> char {
+        match self {
+            FaultKind::CrashBefore => 'B',
+            FaultKind::CrashAfter => 'A',
+        }
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A fault at one effect of one invocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    pub kind: FaultKind,
+    /// The invocation id as the host names it: `req-2#1`, or `req-2#1/0` for a callee.
+    pub invocation: String,
+    /// The index of the event the invocation belongs to (derived from `invocation`, kept so
+    /// that the shrinker can drop an event's faults with the event).
+    pub event: u32,
+    pub effect: u32,
+    /// What the effect is (`Service:PAYMENTS charge`), for reports; empty when decoded.
+    pub label: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    pub base_seed: u64,
+    /// Indexes into the configured events, ascending, without duplicates.
+    pub events: Vec<u32>,
+    pub faults: Vec<Fault>,
+    pub redeliveries_max: u32,
+}
+
+/// Where an invocation id splits: the event's index, the delivery, and the nested effect path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvocationId<'a> {
+    pub event: u32,
+    pub delivery: u32,
+    /// The `/<effect>` segments after the delivery, with their slashes, e.g. `/0/2`.
+    pub nested: &'a str,
+}
+
+/// Parses `<event name>#<delivery>(/<effect>)*` against the configured event names.
+pub fn parse_invocation<'a>(invocation: &'a str, events: &[String]) -> Result<InvocationId<'a>> {
+    let bad = |why: &str| {
+        Error::new(format!(
+            "invocation id '{invocation}' is malformed: {why} (expected <event>#<delivery>, \
+             optionally followed by /<effect> segments)"
+        ))
+    };
+    let (name, rest) = invocation.split_once('#').ok_or_else(|| bad("no '#'"))?;
+    let event = events
+        .iter()
+        .position(|e| e == name)
+        .ok_or_else(|| bad(&format!("'{name}' is not an event of this check")))?;
+    let (delivery_text, nested) = match rest.find('/') {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    let delivery =
+        parse_number(delivery_text).ok_or_else(|| bad("the delivery is not a number"))?;
+    if delivery == 0 {
+        return Err(bad("deliveries count from 1"));
+    }
+    for segment in nested.split('/').skip(1) {
+        parse_number(segment).ok_or_else(|| bad("an effect segment is not a number"))?;
+    }
+    Ok(InvocationId {
+        event: u32::try_from(event).map_err(|_| bad("too many events"))?,
+        delivery,
+        nested,
+    })
+}
+
+/// A decimal u32 without sign, spaces or leading zeros (so that every number has one spelling
+/// and encode∘decode is the identity on run seeds).
+fn parse_number(text: &str) -> Option<u32> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if text.len() > 1 && text.starts_with('0') {
+        return None;
+    }
+    text.parse().ok()
+}
+
+impl Schedule {
+    /// The run seed. Faults are written with their event index, so the configured event names
+    /// are not needed; `invocation` must parse, which `Check` guarantees when it records them.
+    pub fn encode(&self, events: &[String]) -> String {
+        let event_list = if self.events.is_empty() {
+            "-".to_string()
+        } else {
+            join(self.events.iter().map(|e| (e + 1).to_string()))
+        };
+        let fault_list = if self.faults.is_empty() {
+            "-".to_string()
+        } else {
+            join(self.faults.iter().map(|fault| {
+                let id = parse_invocation(&fault.invocation, events);
+                debug_assert!(id.is_ok(), "recorded invocation ids parse");
+                let (delivery, nested) = match id {
+                    Ok(id) => (id.delivery, id.nested),
+                    Err(_) => (0, ""),
+                };
+                format!(
+                    "{}{}.{}{}@{}",
+                    fault.kind.letter(),
+                    fault.event + 1,
+                    delivery,
+                    nested,
+                    fault.effect
+                )
+            }))
+        };
+        format!(
+            "{:016x}:{}:{}:{}",
+            self.base_seed, event_list, fault_list, self.redeliveries_max
+        )
+    }
+
+    /// Parses a run seed for a check whose events are `events`.
+    pub fn decode(text: &str, events: &[String]) -> Result<Schedule> {
+        let bad = |why: String| Error::new(format!("run seed '{text}' is malformed: {why}"));
+        let parts: Vec<&str> = text.trim().split(':').collect();
+        let [seed_text, events_text, faults_text, redeliveries_text] = parts[..] else {
+            return Err(bad(format!(
+                "expected 4 fields separated by ':' (seed:events:faults:redeliveries), found {}",
+                parts.len()
+            )));
+        };
+        if seed_text.len() != 16 || !seed_text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad(format!(
+                "the base seed '{seed_text}' is not 16 hex digits"
+            )));
+        }
+        let base_seed = u64::from_str_radix(seed_text, 16)
+            .map_err(|_| bad(format!("the base seed '{seed_text}' is not hex")))?;
+
+        let mut kept: Vec<u32> = Vec::new();
+        if events_text != "-" {
+            for item in events_text.split(',') {
+                let number = parse_number(item)
+                    .ok_or_else(|| bad(format!("event '{item}' is not a number")))?;
+                if number == 0 || number as usize > events.len() {
+                    return Err(bad(format!(
+                        "event {number} does not exist (this check has {} events)",
+                        events.len()
+                    )));
+                }
+                let index = number - 1;
+                if kept.last().is_some_and(|last| *last >= index) {
+                    return Err(bad("events must be ascending without repeats".into()));
+                }
+                kept.push(index);
+            }
+        }
+
+        let mut faults: Vec<Fault> = Vec::new();
+        if faults_text != "-" {
+            for item in faults_text.split(',') {
+                let fault = decode_fault(item, events).map_err(bad)?;
+                if !kept.contains(&fault.event) {
+                    return Err(bad(format!(
+                        "fault '{item}' is in event {} which the run does not deliver",
+                        fault.event + 1
+                    )));
+                }
+                if faults
+                    .iter()
+                    .any(|f| f.invocation == fault.invocation && f.effect == fault.effect)
+                {
+                    return Err(bad(format!("fault '{item}' appears twice")));
+                }
+                faults.push(fault);
+            }
+        }
+
+        let redeliveries_max = parse_number(redeliveries_text).ok_or_else(|| {
+            bad(format!(
+                "redeliveries '{redeliveries_text}' is not a number"
+            ))
+        })?;
+        Ok(Schedule {
+            base_seed,
+            events: kept,
+            faults,
+            redeliveries_max,
+        })
+    }
+}
+
+fn decode_fault(item: &str, events: &[String]) -> std::result::Result<Fault, String> {
+    let mut chars = item.chars();
+    let kind = match chars.next() {
+        Some('A') => FaultKind::CrashAfter,
+        Some('B') => FaultKind::CrashBefore,
+        _ => return Err(format!("fault '{item}' must start with A or B")),
+    };
+    let (invocation_text, effect_text) = chars
+        .as_str()
+        .rsplit_once('@')
+        .ok_or_else(|| format!("fault '{item}' has no '@<effect>'"))?;
+    let effect = parse_number(effect_text)
+        .ok_or_else(|| format!("fault '{item}' has effect '{effect_text}', not a number"))?;
+    let (head, nested) = match invocation_text.find('/') {
+        Some(at) => invocation_text.split_at(at),
+        None => (invocation_text, ""),
+    };
+    let (event_text, delivery_text) = head
+        .split_once('.')
+        .ok_or_else(|| format!("fault '{item}' needs <event>.<delivery>"))?;
+    let event_number = parse_number(event_text)
+        .filter(|n| *n >= 1 && *n as usize <= events.len())
+        .ok_or_else(|| format!("fault '{item}' names event '{event_text}' which does not exist"))?;
+    let name = &events[event_number as usize - 1];
+    let invocation = format!("{name}#{delivery_text}{nested}");
+    let id = parse_invocation(&invocation, events).map_err(|e| format!("fault '{item}': {e}"))?;
+    let event = id.event;
+    debug_assert_eq!(event, event_number - 1);
+    Ok(Fault {
+        kind,
+        invocation,
+        event,
+        effect,
+        label: String::new(),
+    })
+}
+
+fn join(items: impl Iterator<Item = String>) -> String {
+    items.collect::<Vec<_>>().join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events() -> Vec<String> {
+        vec!["req-1".into(), "req-2".into(), "req-3".into()]
+    }
+
+    fn fault(kind: FaultKind, invocation: &str, event: u32, effect: u32) -> Fault {
+        Fault {
+            kind,
+            invocation: invocation.into(),
+            event,
+            effect,
+            label: String::new(),
+        }
+    }
+
+    #[test]
+    fn encodes_the_documented_example() {
+        let schedule = Schedule {
+            base_seed: 0x9f3c_2a1b_7d4e_5f60,
+            events: vec![1],
+            faults: vec![fault(FaultKind::CrashAfter, "req-2#1", 1, 0)],
+            redeliveries_max: 3,
+        };
+        assert_eq!(schedule.encode(&events()), "9f3c2a1b7d4e5f60:2:A2.1@0:3");
+        assert_eq!(
+            Schedule::decode("9f3c2a1b7d4e5f60:2:A2.1@0:3", &events()).unwrap(),
+            schedule
+        );
+    }
+
+    #[test]
+    fn round_trips() {
+        let schedules = [
+            Schedule {
+                base_seed: 0,
+                events: vec![],
+                faults: vec![],
+                redeliveries_max: 0,
+            },
+            Schedule {
+                base_seed: u64::MAX,
+                events: vec![0, 2],
+                faults: vec![
+                    fault(FaultKind::CrashBefore, "req-3#2/0/1", 2, 4),
+                    fault(FaultKind::CrashAfter, "req-1#1", 0, 0),
+                ],
+                redeliveries_max: 12,
+            },
+        ];
+        for schedule in schedules {
+            let text = schedule.encode(&events());
+            let decoded = Schedule::decode(&text, &events()).unwrap();
+            assert_eq!(decoded, schedule, "{text}");
+            assert_eq!(decoded.encode(&events()), text);
+        }
+    }
+
+    #[test]
+    fn rejects_malformed_seeds_with_the_reason() {
+        let cases = [
+            ("", "expected 4 fields"),
+            ("9f3c:2:-:0", "not 16 hex digits"),
+            ("9f3c2a1b7d4e5f6g:2:-:0", "not 16 hex digits"),
+            ("9f3c2a1b7d4e5f60:4:-:0", "event 4 does not exist"),
+            ("9f3c2a1b7d4e5f60:0:-:0", "event 0 does not exist"),
+            ("9f3c2a1b7d4e5f60:2,1:-:0", "ascending"),
+            ("9f3c2a1b7d4e5f60:x:-:0", "not a number"),
+            ("9f3c2a1b7d4e5f60:2:C2.1@0:0", "must start with A or B"),
+            ("9f3c2a1b7d4e5f60:2:A2.1:0", "no '@<effect>'"),
+            ("9f3c2a1b7d4e5f60:2:A1.1@0:0", "does not deliver"),
+            ("9f3c2a1b7d4e5f60:2:A2.0@0:0", "deliveries count from 1"),
+            ("9f3c2a1b7d4e5f60:2:A2.1@0,B2.1@0:0", "appears twice"),
+            ("9f3c2a1b7d4e5f60:2:-:many", "redeliveries 'many'"),
+            ("9f3c2a1b7d4e5f60:2:-:0:1", "found 5"),
+        ];
+        for (text, why) in cases {
+            let error = Schedule::decode(text, &events()).unwrap_err();
+            let message = error.message();
+            assert!(
+                message.starts_with(&format!("run seed '{text}' is malformed: ")),
+                "{message}"
+            );
+            assert!(message.contains(why), "{text}: {message}");
+        }
+    }
+
+    #[test]
+    fn parses_invocation_ids() {
+        let id = parse_invocation("req-2#3/0/1", &events()).unwrap();
+        assert_eq!((id.event, id.delivery, id.nested), (1, 3, "/0/1"));
+        assert!(parse_invocation("req-9#1", &events()).is_err());
+        assert!(parse_invocation("req-1", &events()).is_err());
+        assert!(parse_invocation("req-1#01", &events()).is_err());
+        assert!(parse_invocation("req-1#1/", &events()).is_err());
+    }
+}

@@ -1,0 +1,399 @@
+//! The shrinker: from a violating run's schedule to a minimal one that breaks the same
+//! invariant.
+//!
+//! It is a state machine that proposes candidate schedules; the check runs each with the
+//! replay strategy and reports the outcome. A candidate succeeds when the same invariant (by
+//! name) breaks. The first candidate is the violating schedule itself, replayed strictly: it
+//! must reproduce the run's trace line for line, which proves the run seed replays. Then, each
+//! time restarting from the newest success:
+//!
+//! 1. remove one event (with its faults), first to last;
+//! 2. remove one fault, first to last;
+//! 3. lower the redeliveries to the smallest value that still fails.
+//!
+//! A successful candidate is normalized to what its run actually did (the faults that fired,
+//! the redeliveries used), which replays identically. Every success makes the schedule strictly
+//! smaller, so shrinking ends; `shrink_runs_max` bounds it regardless.
+
+use crate::error::{Error, Result};
+use crate::invariant::Violation;
+use crate::schedule::{Fault, Schedule};
+
+/// A schedule to run, and whether it must reproduce a recorded run exactly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub schedule: Schedule,
+    pub strict: bool,
+}
+
+/// What a candidate's run did.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub violation: Option<Violation>,
+    pub faults: Vec<Fault>,
+    pub redeliveries_used: u32,
+    pub trace: Vec<String>,
+}
+
+/// The smallest violating run found so far.
+#[derive(Debug, Clone)]
+pub struct Best {
+    pub schedule: Schedule,
+    pub message: String,
+    pub trace: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Verify,
+    /// Try removing the event at this position of the best schedule.
+    Events(usize),
+    /// Try removing the fault at this position.
+    Faults(usize),
+    /// Try this many redeliveries.
+    Redeliveries(u32),
+    Done,
+}
+
+#[derive(Debug)]
+pub struct Shrinker {
+    invariant: String,
+    best: Best,
+    stage: Stage,
+    pending: Option<Candidate>,
+    /// Redelivery counts below this one are known not to break the invariant with the best
+    /// schedule's events and faults.
+    redeliveries_floor: u32,
+    runs: u64,
+    runs_max: u64,
+}
+
+impl Shrinker {
+    pub fn new(
+        schedule: Schedule,
+        violation: Violation,
+        trace: Vec<String>,
+        runs_max: u64,
+    ) -> Self {
+        Self {
+            invariant: violation.invariant,
+            best: Best {
+                schedule,
+                message: violation.message,
+                trace,
+            },
+            stage: Stage::Verify,
+            pending: None,
+            redeliveries_floor: 0,
+            runs: 0,
+            runs_max,
+        }
+    }
+
+    pub fn invariant(&self) -> &str {
+        &self.invariant
+    }
+
+    pub fn best(&self) -> &Best {
+        &self.best
+    }
+
+    pub fn runs(&self) -> u64 {
+        self.runs
+    }
+
+    /// The next schedule to run, or `None` when shrinking is over.
+    pub fn next_candidate(&mut self) -> Option<Candidate> {
+        assert!(self.pending.is_none(), "a candidate is already running");
+        if self.runs >= self.runs_max {
+            self.stage = Stage::Done;
+        }
+        let best = &self.best.schedule;
+        // Each pass either yields a candidate or moves to a later stage; there are four.
+        for _ in 0..4 {
+            let candidate = match self.stage {
+                Stage::Verify => Candidate {
+                    schedule: best.clone(),
+                    strict: true,
+                },
+                Stage::Events(at) if at < best.events.len() => {
+                    let removed = best.events[at];
+                    let mut schedule = best.clone();
+                    schedule.events.remove(at);
+                    schedule.faults.retain(|f| f.event != removed);
+                    Candidate {
+                        schedule,
+                        strict: false,
+                    }
+                }
+                Stage::Events(_) => {
+                    self.stage = Stage::Faults(0);
+                    continue;
+                }
+                Stage::Faults(at) if at < best.faults.len() => {
+                    let mut schedule = best.clone();
+                    schedule.faults.remove(at);
+                    Candidate {
+                        schedule,
+                        strict: false,
+                    }
+                }
+                Stage::Faults(_) => {
+                    self.stage = Stage::Redeliveries(self.redeliveries_floor);
+                    continue;
+                }
+                Stage::Redeliveries(count) if count < best.redeliveries_max => {
+                    let mut schedule = best.clone();
+                    schedule.redeliveries_max = count;
+                    Candidate {
+                        schedule,
+                        strict: false,
+                    }
+                }
+                Stage::Redeliveries(_) | Stage::Done => {
+                    self.stage = Stage::Done;
+                    return None;
+                }
+            };
+            self.pending = Some(candidate.clone());
+            return Some(candidate);
+        }
+        unreachable!("every stage yields a candidate or moves on");
+    }
+
+    /// Takes the outcome of the candidate last returned by `next_candidate`.
+    pub fn report(&mut self, outcome: Outcome) -> Result<()> {
+        let Some(candidate) = self.pending.take() else {
+            panic!("report without a running candidate");
+        };
+        self.runs += 1;
+        let success = outcome
+            .violation
+            .as_ref()
+            .is_some_and(|v| v.invariant == self.invariant);
+        match self.stage {
+            Stage::Verify => {
+                if !success {
+                    return Err(Error::new(format!(
+                        "nondeterminism: replaying the violating run did not break invariant \
+                         {} again; the Worker depends on something outside the simulation",
+                        self.invariant
+                    )));
+                }
+                verify_trace(&self.best.trace, &outcome.trace)?;
+                self.accept(&candidate, outcome);
+                self.stage = Stage::Events(0);
+            }
+            Stage::Events(at) => {
+                self.stage = if success {
+                    self.accept(&candidate, outcome);
+                    Stage::Events(0)
+                } else {
+                    Stage::Events(at + 1)
+                };
+            }
+            Stage::Faults(at) => {
+                self.stage = if success {
+                    self.accept(&candidate, outcome);
+                    Stage::Events(0)
+                } else {
+                    Stage::Faults(at + 1)
+                };
+            }
+            Stage::Redeliveries(count) => {
+                // Either way, every count up to this one has now been tried.
+                if success {
+                    self.accept(&candidate, outcome);
+                    self.redeliveries_floor = count;
+                    self.stage = Stage::Events(0);
+                } else {
+                    self.redeliveries_floor = count + 1;
+                    self.stage = Stage::Redeliveries(count + 1);
+                }
+            }
+            Stage::Done => unreachable!("no candidate runs once shrinking is done"),
+        }
+        Ok(())
+    }
+
+    /// Makes a successful candidate the best, normalized to what its run did.
+    fn accept(&mut self, candidate: &Candidate, outcome: Outcome) {
+        debug_assert!(outcome.redeliveries_used <= candidate.schedule.redeliveries_max);
+        debug_assert!(outcome
+            .faults
+            .iter()
+            .all(|f| candidate
+                .schedule
+                .faults
+                .iter()
+                .any(|c| c.invocation == f.invocation
+                    && c.effect == f.effect
+                    && c.kind == f.kind)));
+        let schedule = Schedule {
+            base_seed: candidate.schedule.base_seed,
+            events: candidate.schedule.events.clone(),
+            faults: outcome.faults,
+            redeliveries_max: outcome.redeliveries_used,
+        };
+        if schedule.events != self.best.schedule.events
+            || schedule.faults != self.best.schedule.faults
+        {
+            self.redeliveries_floor = 0;
+        }
+        let Some(violation) = outcome.violation else {
+            unreachable!("only violating runs are accepted");
+        };
+        self.best = Best {
+            schedule,
+            message: violation.message,
+            trace: outcome.trace,
+        };
+    }
+}
+
+fn verify_trace(recorded: &[String], replayed: &[String]) -> Result<()> {
+    let diverged = recorded
+        .iter()
+        .zip(replayed)
+        .position(|(a, b)| a != b)
+        .or((recorded.len() != replayed.len()).then(|| recorded.len().min(replayed.len())));
+    let Some(line) = diverged else {
+        return Ok(());
+    };
+    let at = |trace: &[String]| {
+        trace
+            .get(line)
+            .map_or("the end of the trace".to_string(), |l| format!("'{l}'"))
+    };
+    Err(Error::new(format!(
+        "nondeterminism: replaying the violating run diverged at trace line {}: it reached {} \
+         where the run reached {}; the Worker depends on something outside the simulation",
+        line + 1,
+        at(replayed),
+        at(recorded)
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::FaultKind;
+
+    fn fault(kind: FaultKind, event: u32, effect: u32) -> Fault {
+        Fault {
+            kind,
+            invocation: format!("req-{}#1", event + 1),
+            event,
+            effect,
+            label: "Service:PAYMENTS charge".into(),
+        }
+    }
+
+    /// A system whose invariant breaks exactly when event 2 (index 1) is delivered, the
+    /// crash_after at `req-2#1` effect #0 fires, and at least one redelivery is allowed. The
+    /// run uses one redelivery when it can.
+    fn oracle(schedule: &Schedule) -> Outcome {
+        let needed = fault(FaultKind::CrashAfter, 1, 0);
+        let fired: Vec<Fault> = schedule
+            .faults
+            .iter()
+            .filter(|f| schedule.events.contains(&f.event))
+            .cloned()
+            .collect();
+        let redelivered = fired.iter().any(|f| f.event == 1);
+        let used = if redelivered {
+            schedule.redeliveries_max.min(1)
+        } else {
+            0
+        };
+        let broken = schedule.events.contains(&1) && fired.contains(&needed) && used >= 1;
+        Outcome {
+            violation: broken.then(|| Violation {
+                invariant: "one-charge-per-order".into(),
+                message: format!("{} faults", fired.len()),
+            }),
+            faults: fired,
+            redeliveries_used: used,
+            trace: vec![format!("{schedule:?}")],
+        }
+    }
+
+    #[test]
+    fn shrinks_to_the_one_event_and_fault_that_matter() {
+        let original = Schedule {
+            base_seed: 7,
+            events: vec![0, 1, 2],
+            faults: vec![
+                fault(FaultKind::CrashBefore, 0, 0),
+                fault(FaultKind::CrashAfter, 1, 0),
+                fault(FaultKind::CrashAfter, 2, 1),
+            ],
+            redeliveries_max: 3,
+        };
+        let first = oracle(&original);
+        let mut shrinker = Shrinker::new(
+            original.clone(),
+            first.violation.clone().unwrap(),
+            first.trace.clone(),
+            1_000,
+        );
+        let mut candidates = 0;
+        while let Some(candidate) = shrinker.next_candidate() {
+            candidates += 1;
+            assert!(candidates < 100);
+            shrinker.report(oracle(&candidate.schedule)).unwrap();
+        }
+        let best = shrinker.best();
+        assert_eq!(best.schedule.events, vec![1]);
+        assert_eq!(
+            best.schedule.faults,
+            vec![fault(FaultKind::CrashAfter, 1, 0)]
+        );
+        assert_eq!(best.schedule.redeliveries_max, 1);
+        assert_eq!(best.message, "1 faults");
+        assert_eq!(shrinker.runs(), candidates);
+    }
+
+    #[test]
+    fn respects_the_run_limit() {
+        let original = Schedule {
+            base_seed: 7,
+            events: vec![0, 1, 2],
+            faults: vec![fault(FaultKind::CrashAfter, 1, 0)],
+            redeliveries_max: 3,
+        };
+        let first = oracle(&original);
+        let mut shrinker = Shrinker::new(original, first.violation.unwrap(), first.trace, 2);
+        while let Some(candidate) = shrinker.next_candidate() {
+            shrinker.report(oracle(&candidate.schedule)).unwrap();
+        }
+        assert_eq!(shrinker.runs(), 2);
+    }
+
+    #[test]
+    fn verification_catches_a_diverging_replay() {
+        let original = Schedule {
+            base_seed: 7,
+            events: vec![1],
+            faults: vec![fault(FaultKind::CrashAfter, 1, 0)],
+            redeliveries_max: 1,
+        };
+        let first = oracle(&original);
+        let mut shrinker = Shrinker::new(
+            original,
+            first.violation.clone().unwrap(),
+            vec!["a".into(), "b".into()],
+            10,
+        );
+        shrinker.next_candidate().unwrap();
+        let mut replayed = first;
+        replayed.trace = vec!["a".into(), "c".into()];
+        let error = shrinker.report(replayed).unwrap_err();
+        assert!(
+            error
+                .message()
+                .starts_with("nondeterminism: replaying the violating run diverged at trace line 2: it reached 'c' where the run reached 'b'"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,85 @@
+//! The one trait every exploration strategy implements, and the words they share.
+//!
+//! A strategy sees a run as a sequence of effects. At each effect the check asks it what
+//! happens: the effect proceeds, or a fault fires. Strategies hold no per-run state of the
+//! simulation (clock, random streams, databases); `run::Run` does.
+
+use std::fmt;
+
+use crate::error::Result;
+use crate::schedule::FaultKind;
+
+/// What happens at an effect, before it happens. The numbers are the host's `Decision`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Decision {
+    Proceed = 0,
+    CrashBefore = 1,
+    CrashAfter = 2,
+}
+
+impl Decision {
+    /// The alternatives at a decision point, in the order the explorer tries them.
+    pub const ALTERNATIVES: [Decision; 3] = [
+        Decision::Proceed,
+        Decision::CrashBefore,
+        Decision::CrashAfter,
+    ];
+
+    pub fn fault(self) -> Option<FaultKind> {
+        match self {
+            Decision::Proceed => None,
+            Decision::CrashBefore => Some(FaultKind::CrashBefore),
+            Decision::CrashAfter => Some(FaultKind::CrashAfter),
+        }
+    }
+
+    pub fn from_fault(kind: FaultKind) -> Self {
+        match kind {
+            FaultKind::CrashBefore => Decision::CrashBefore,
+            FaultKind::CrashAfter => Decision::CrashAfter,
+        }
+    }
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.fault() {
+            None => f.write_str("proceed"),
+            Some(kind) => f.write_str(kind.as_str()),
+        }
+    }
+}
+
+/// An effect at which the check asks for a decision.
+#[derive(Debug, Clone, Copy)]
+pub struct Point<'a> {
+    pub invocation: &'a str,
+    pub effect: u32,
+    /// What the effect is, e.g. `Service:PAYMENTS charge` or `D1:DB run`.
+    pub label: &'a str,
+    /// The position of this effect among the run's effects, from 1.
+    pub ordinal: usize,
+    /// How many faults have fired earlier in this run.
+    pub faults_fired: u32,
+}
+
+impl Point<'_> {
+    /// The point as reports and error messages show it: `req-2#1 effect #0 (Service:PAYMENTS
+    /// charge)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} effect #{} ({})",
+            self.invocation, self.effect, self.label
+        )
+    }
+}
+
+pub trait Strategy {
+    /// Called before the first effect of every run.
+    fn begin_run(&mut self);
+    /// Decides what happens at `point`.
+    fn decide(&mut self, point: &Point<'_>) -> Result<Decision>;
+    /// Called after the last effect of a run; returns whether the strategy has another run.
+    fn end_run(&mut self) -> Result<bool>;
+}

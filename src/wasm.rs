@@ -1,0 +1,257 @@
+//! The wasm boundary: the `Engine` class the host sees (`js/src/engine.ts` is its contract).
+//!
+//! This is the only module that knows about JavaScript. It converts values in and out, and
+//! turns every engine error into a JavaScript `Error` carrying the engine's message; all the
+//! behaviour lives in `check::Check`.
+
+use js_sys::{Array, ArrayBuffer, Function, Object, Reflect, Uint8Array};
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+
+use crate::check::Check;
+use crate::config::CheckConfig;
+use crate::d1::{RawResult, Statement, Value};
+use crate::error::Error;
+
+/// The largest integer a JavaScript number holds exactly; integral numbers up to it bind as
+/// SQLite INTEGER, as D1 does.
+const SAFE_INTEGER_MAX: f64 = 9_007_199_254_740_992.0;
+
+#[wasm_bindgen]
+pub struct Engine {
+    check: Check,
+}
+
+#[wasm_bindgen]
+impl Engine {
+    #[wasm_bindgen(constructor)]
+    pub fn new(config: JsValue) -> Result<Engine, JsError> {
+        console_error_panic_hook::set_once();
+        let config: CheckConfig = serde_wasm_bindgen::from_value(config)
+            .map_err(|e| JsError::new(&format!("invalid engine config: {e}")))?;
+        Ok(Engine {
+            check: Check::new(config).map_err(js)?,
+        })
+    }
+
+    #[wasm_bindgen(js_name = d1Open)]
+    pub fn d1_open(&mut self, db: &str) -> Result<(), JsError> {
+        self.check.d1_open(db).map_err(js)
+    }
+
+    #[wasm_bindgen(js_name = d1Setup)]
+    pub fn d1_setup(&mut self, db: &str, sql: &str) -> Result<(), JsError> {
+        self.check.d1_setup(db, sql).map_err(js)
+    }
+
+    pub fn seal(&mut self) -> Result<(), JsError> {
+        self.check.seal().map_err(js)
+    }
+
+    /// The next run's plan, or `undefined` when the check is done.
+    #[wasm_bindgen(js_name = nextRun)]
+    pub fn next_run(&mut self, elapsed_ms: f64) -> Result<JsValue, JsError> {
+        // A float-to-int cast saturates: NaN and negative times become 0.
+        let elapsed_ms = elapsed_ms as u64;
+        match self.check.next_run(elapsed_ms).map_err(js)? {
+            Some(plan) => to_js(&plan),
+            None => Ok(JsValue::UNDEFINED),
+        }
+    }
+
+    pub fn decide(&mut self, invocation: &str, effect: u32, label: &str) -> Result<u8, JsError> {
+        let decision = self.check.decide(invocation, effect, label).map_err(js)?;
+        Ok(decision as u8)
+    }
+
+    pub fn redeliver(&mut self, event: u32, delivery: u32) -> Result<bool, JsError> {
+        self.check.redeliver(event, delivery).map_err(js)
+    }
+
+    /// Fills `buf` from the named random stream; wasm-bindgen copies the bytes back into the
+    /// caller's array.
+    #[wasm_bindgen(js_name = fillRandom)]
+    pub fn fill_random(&mut self, stream: &str, buf: &mut [u8]) {
+        self.check.fill_random(stream, buf);
+    }
+
+    #[wasm_bindgen(js_name = nowMs)]
+    pub fn now_ms(&self) -> f64 {
+        self.check.now_ms() as f64
+    }
+
+    pub fn trace(&mut self, line: &str) {
+        self.check.trace(line);
+    }
+
+    #[wasm_bindgen(js_name = d1Run)]
+    pub fn d1_run(&mut self, db: &str, sql: &str, params: JsValue) -> Result<JsValue, JsError> {
+        let params = values_from_js(&params)?;
+        let result = self.check.d1_run(db, sql, &params).map_err(js)?;
+        Ok(result_to_js(&result))
+    }
+
+    #[wasm_bindgen(js_name = d1Batch)]
+    pub fn d1_batch(&mut self, db: &str, statements: JsValue) -> Result<JsValue, JsError> {
+        let statements = statements_from_js(&statements)?;
+        let results = self.check.d1_batch(db, &statements).map_err(js)?;
+        Ok(results.iter().map(result_to_js).collect::<Array>().into())
+    }
+
+    #[wasm_bindgen(js_name = d1Exec)]
+    pub fn d1_exec(&mut self, db: &str, sql: &str) -> Result<JsValue, JsError> {
+        let count = self.check.d1_exec(db, sql).map_err(js)?;
+        let object = Object::new();
+        set(&object, "count", JsValue::from_f64(count as f64));
+        Ok(object.into())
+    }
+
+    #[wasm_bindgen(js_name = endRun)]
+    pub fn end_run(&mut self) -> Result<JsValue, JsError> {
+        let end = self.check.end_run().map_err(js)?;
+        to_js(&end)
+    }
+
+    pub fn verdict(&self) -> Result<JsValue, JsError> {
+        let verdict = self.check.verdict().map_err(js)?;
+        to_js(&verdict)
+    }
+}
+
+fn js(error: Error) -> JsError {
+    JsError::new(error.message())
+}
+
+fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsError> {
+    let serializer = serde_wasm_bindgen::Serializer::new().serialize_maps_as_objects(true);
+    value
+        .serialize(&serializer)
+        .map_err(|e| JsError::new(&format!("cannot convert an engine result: {e}")))
+}
+
+fn set(object: &Object, key: &str, value: JsValue) {
+    // Defining a property on a fresh plain object cannot fail.
+    let defined = Reflect::set(object, &JsValue::from_str(key), &value);
+    debug_assert!(matches!(defined, Ok(true)));
+}
+
+/// Converts bound parameters as D1 does: null and undefined are NULL, integral numbers within
+/// 2^53 INTEGER, other numbers REAL, strings TEXT, booleans 1 and 0, byte arrays BLOB.
+fn value_from_js(value: &JsValue) -> Result<Value, JsError> {
+    if value.is_null() || value.is_undefined() {
+        return Ok(Value::Null);
+    }
+    if let Some(number) = value.as_f64() {
+        if number.fract() == 0.0 && number.abs() <= SAFE_INTEGER_MAX {
+            return Ok(Value::Integer(number as i64));
+        }
+        return Ok(Value::Real(number));
+    }
+    if let Some(text) = value.as_string() {
+        return Ok(Value::Text(text));
+    }
+    if let Some(flag) = value.as_bool() {
+        return Ok(Value::Integer(i64::from(flag)));
+    }
+    if let Some(bytes) = value.dyn_ref::<Uint8Array>() {
+        return Ok(Value::Blob(bytes.to_vec()));
+    }
+    if let Some(buffer) = value.dyn_ref::<ArrayBuffer>() {
+        return Ok(Value::Blob(Uint8Array::new(buffer).to_vec()));
+    }
+    let type_name = value.js_typeof().as_string().unwrap_or_default();
+    Err(JsError::new(&format!(
+        "D1_TYPE_ERROR: Type '{type_name}' not supported for value '{}'",
+        js_string(value)
+    )))
+}
+
+/// JavaScript's `String(value)`, which never throws for the values that reach it here except
+/// objects with a throwing `toString`.
+fn js_string(value: &JsValue) -> String {
+    let string = Reflect::get(&js_sys::global(), &JsValue::from_str("String"))
+        .ok()
+        .and_then(|f| f.dyn_into::<Function>().ok());
+    string
+        .and_then(|f| f.call1(&JsValue::UNDEFINED, value).ok())
+        .and_then(|s| s.as_string())
+        .unwrap_or_else(|| "[object]".to_string())
+}
+
+fn values_from_js(params: &JsValue) -> Result<Vec<Value>, JsError> {
+    if params.is_undefined() || params.is_null() {
+        return Ok(Vec::new());
+    }
+    let Some(array) = params.dyn_ref::<Array>() else {
+        return Err(JsError::new("D1 parameters must be an array"));
+    };
+    array.iter().map(|v| value_from_js(&v)).collect()
+}
+
+fn statements_from_js(statements: &JsValue) -> Result<Vec<Statement>, JsError> {
+    let Some(array) = statements.dyn_ref::<Array>() else {
+        return Err(JsError::new("d1Batch takes an array of statements"));
+    };
+    let mut out = Vec::with_capacity(array.length() as usize);
+    for (index, spec) in array.iter().enumerate() {
+        let field = |name: &str| Reflect::get(&spec, &JsValue::from_str(name)).ok();
+        let Some(sql) = field("sql").and_then(|s| s.as_string()) else {
+            return Err(JsError::new(&format!(
+                "d1Batch: statement {} has no sql string",
+                index + 1
+            )));
+        };
+        let params = values_from_js(&field("params").unwrap_or(JsValue::UNDEFINED))?;
+        out.push(Statement { sql, params });
+    }
+    Ok(out)
+}
+
+fn value_to_js(value: &Value) -> JsValue {
+    match value {
+        Value::Null => JsValue::NULL,
+        Value::Integer(i) => JsValue::from_f64(*i as f64),
+        Value::Real(r) => JsValue::from_f64(*r),
+        Value::Text(t) => JsValue::from_str(t),
+        Value::Blob(b) => Uint8Array::from(&b[..]).into(),
+    }
+}
+
+fn result_to_js(result: &RawResult) -> JsValue {
+    let object = Object::new();
+    let columns: Array = result
+        .columns
+        .iter()
+        .map(|c| JsValue::from_str(c))
+        .collect();
+    let rows: Array = result
+        .rows
+        .iter()
+        .map(|row| JsValue::from(row.iter().map(value_to_js).collect::<Array>()))
+        .collect();
+    set(&object, "columns", columns.into());
+    set(&object, "rows", rows.into());
+    set(&object, "changes", JsValue::from_f64(result.changes as f64));
+    set(
+        &object,
+        "lastRowId",
+        JsValue::from_f64(result.last_row_id as f64),
+    );
+    set(
+        &object,
+        "rowsRead",
+        JsValue::from_f64(result.rows_read as f64),
+    );
+    set(
+        &object,
+        "rowsWritten",
+        JsValue::from_f64(result.rows_written as f64),
+    );
+    set(
+        &object,
+        "sizeAfter",
+        JsValue::from_f64(result.size_after as f64),
+    );
+    set(&object, "changedDb", JsValue::from_bool(result.changed_db));
+    object.into()
+}
