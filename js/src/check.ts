@@ -8,12 +8,12 @@ import { readFileSync } from "node:fs";
 import type { Bounds } from "./cloudflare.ts";
 import { httpEvents } from "./drivers/http.ts";
 import { createEngine, type Engine, type EngineConfig, type FaultReport } from "./engine.ts";
-import { InputError } from "./errors.ts";
+import { InputError, shown } from "./errors.ts";
 import { loadScenario } from "./load/scenario.ts";
 import { activate, real } from "./sim/globals.ts";
 import { Run } from "./sim/run.ts";
 import { workersModule } from "./sim/workers-module.ts";
-import { buildWorld, shown, type World } from "./sim/world.ts";
+import { buildWorld, type World } from "./sim/world.ts";
 
 export interface CheckOptions {
   /** Overrides the scenario's seed. */
@@ -175,9 +175,10 @@ function setUpDatabases(engine: Engine, world: World): void {
 
 /** Loads every Worker module once before exploring, so one that throws at import is bad input. */
 function probeModules(engine: Engine, world: World): void {
+  const clockMs = engine.nowMs();
   const deactivate = activate({
     fillRandom: (buf) => engine.fillRandom("probe", buf),
-    nowMs: () => engine.nowMs(),
+    nowMs: () => clockMs,
   });
   try {
     for (const worker of world.workers) {

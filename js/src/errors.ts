@@ -3,6 +3,15 @@
  * bug in eutaxy and is reported as one.
  */
 
+import { isAbsolute, relative } from "node:path";
+
+/** A path as the user would write it: relative to the working folder when inside it. */
+export function shown(path: string): string {
+  if (!isAbsolute(path)) return path;
+  const rel = relative(process.cwd(), path);
+  return rel && !rel.startsWith("..") && !isAbsolute(rel) ? rel : path;
+}
+
 /** Bad input: a scenario, a wrangler config, a schema or a Worker module eutaxy cannot use. */
 export class InputError extends Error {
   readonly exitCode = 2;
@@ -11,7 +20,7 @@ export class InputError extends Error {
     readonly file: string | undefined,
     readonly problem: string,
   ) {
-    super(file ? `${file}: ${problem}` : problem);
+    super(file ? `${shown(file)}: ${problem}` : problem);
     this.name = "InputError";
   }
 }

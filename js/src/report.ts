@@ -5,7 +5,7 @@
  */
 
 import type { CheckResult } from "./check.ts";
-import { shown } from "./sim/world.ts";
+import { shown } from "./errors.ts";
 
 function seconds(ms: number): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;

@@ -40,6 +40,12 @@ export class Run implements EffectSink, DeterminismSource {
   private current: Invocation | undefined;
   private stream = "init";
   private invocations = 0;
+  /**
+   * The engine's virtual clock, read after every decision (the only time it moves). Reading a
+   * copy matters: SQLite inside the engine asks `Date.now()` for CURRENT_TIMESTAMP while the
+   * engine is busy, and that must neither re-enter the engine nor see real time.
+   */
+  private clockMs: number;
   /** A failure of the simulation itself, raised where Worker code could have caught it. */
   private failure: SimulationError | undefined;
 
@@ -47,14 +53,16 @@ export class Run implements EffectSink, DeterminismSource {
     private readonly engine: Engine,
     private readonly world: World,
     private readonly events: readonly HttpEvent[],
-  ) {}
+  ) {
+    this.clockMs = engine.nowMs();
+  }
 
   fillRandom(buf: Uint8Array): void {
     this.engine.fillRandom(this.stream, buf);
   }
 
   nowMs(): number {
-    return this.engine.nowMs();
+    return this.clockMs;
   }
 
   park(effect: ParkedEffect): void {
@@ -314,6 +322,7 @@ export class Run implements EffectSink, DeterminismSource {
     } catch (error) {
       throw new SimulationError(error instanceof Error ? error.message : String(error));
     }
+    this.clockMs = this.engine.nowMs();
     if (decision === Decision.CrashBefore) {
       this.die(invocation);
       return;

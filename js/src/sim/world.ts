@@ -4,9 +4,8 @@
  * per check; every problem in it is bad input, reported with the file it is in.
  */
 
-import { relative } from "node:path";
 import type { Scenario, ServiceHandlers } from "../cloudflare.ts";
-import { InputError } from "../errors.ts";
+import { InputError, shown } from "../errors.ts";
 import { bundleWorker, type WorkerModule } from "../load/bundle.ts";
 import type { LoadedScenario } from "../load/scenario.ts";
 import type { WorkerConfig } from "../load/wrangler.ts";
@@ -43,12 +42,6 @@ export interface World {
   readonly workers: readonly SimWorker[];
   /** Every namespaced D1 database, in the order the Workers bind them. */
   readonly databases: readonly string[];
-}
-
-/** A path as the user would write it: relative to the working folder when that is shorter. */
-export function shown(path: string): string {
-  const rel = relative(process.cwd(), path);
-  return rel && !rel.startsWith("..") ? rel : path;
 }
 
 async function loadWorker(

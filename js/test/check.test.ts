@@ -1,0 +1,109 @@
+/**
+ * The checker end to end through its public API, on the service-binding example and on
+ * Workers written apart from it (js/test/fixtures): verdicts, the broken invariant, the
+ * shrunk schedule, replay from the printed run seed, and determinism.
+ */
+
+import { describe, expect, it } from "vitest";
+import { type CheckResult, check } from "../src/index.ts";
+
+const example = (file: string) => new URL(`../../examples/service-binding/${file}`, import.meta.url).pathname;
+const fixture = (file: string) => new URL(`./fixtures/${file}`, import.meta.url).pathname;
+
+function violated(result: CheckResult): Extract<CheckResult, { verdict: "VIOLATED" }> {
+  if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
+  return result;
+}
+
+/** A result without the wall-clock time, which is the only thing allowed to differ. */
+function timeless(result: CheckResult): Omit<CheckResult, "elapsedMs"> {
+  const { elapsedMs: _elapsed, ...rest } = result;
+  return rest;
+}
+
+describe("the service-binding example", () => {
+  it("finds the double charge a resend causes, shrunk to one event and one crash", async () => {
+    const result = violated(await check(example("checkout.sim.ts")));
+    expect(result.scenario).toBe("checkout");
+    expect(result.seed).toBe("checkout");
+    expect(result.invariant).toBe("one-charge-per-order");
+    expect(result.message).toBe('2 rows of charges in D1:payments/DB share order_id = "o-2"');
+    expect(result.eventsKept).toEqual(["req-2"]);
+    expect(result.faults).toEqual([
+      { kind: "crash_after", invocation: "req-2#1", effect: 0, label: "Service:PAYMENTS charge" },
+    ]);
+  });
+
+  it("reports BOUNDED for the fixed checkout after running more than one schedule", async () => {
+    const result = await check(example("checkout.fixed.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+    if (result.verdict === "BOUNDED") expect(result.runs).toBeGreaterThan(1);
+  });
+
+  it("replays the printed run seed to the same violation and the same trace", async () => {
+    const found = violated(await check(example("checkout.sim.ts")));
+    const replayed = violated(await check(example("checkout.sim.ts"), { replay: found.runSeed }));
+    expect(replayed.message).toBe(found.message);
+    expect(replayed.faults).toEqual(found.faults);
+    expect(replayed.eventsKept).toEqual(found.eventsKept);
+    expect(replayed.trace).toEqual(found.trace);
+    expect(found.trace.length).toBeGreaterThan(0);
+  });
+
+  it("replays the fixed checkout under the planted bug's schedule without a violation", async () => {
+    const found = violated(await check(example("checkout.sim.ts")));
+    const replayed = await check(example("checkout.fixed.sim.ts"), { replay: found.runSeed });
+    expect(replayed.verdict).toBe("HELD");
+  });
+
+  it("gives the same result, trace included, every time", async () => {
+    const first = timeless(await check(example("checkout.sim.ts")));
+    const second = timeless(await check(example("checkout.sim.ts")));
+    expect(second).toEqual(first);
+    const boundedFirst = timeless(await check(example("checkout.fixed.sim.ts")));
+    const boundedSecond = timeless(await check(example("checkout.fixed.sim.ts")));
+    expect(boundedSecond).toEqual(boundedFirst);
+  });
+
+  it("draws different keys under a different seed but finds the same bug", async () => {
+    const other = violated(await check(example("checkout.sim.ts"), { seed: "another seed" }));
+    const base = violated(await check(example("checkout.sim.ts")));
+    expect(other.seed).toBe("another seed");
+    expect(other.message).toBe(base.message);
+    expect(other.runSeed).not.toBe(base.runSeed);
+  });
+
+  it("says INCOMPLETE, not BOUNDED, when the budget runs out first", async () => {
+    const result = await check(example("checkout.fixed.sim.ts"), { budgetMs: 1 });
+    expect(result.verdict).toBe("INCOMPLETE");
+    if (result.verdict === "INCOMPLETE") {
+      expect(result.reason).toBe("budget");
+      expect(result.runs).toBeGreaterThanOrEqual(1);
+    }
+  });
+});
+
+describe("Workers eutaxy has never seen", () => {
+  it("finds a reservation made twice across an orders and an inventory Worker", async () => {
+    const result = violated(await check(fixture("reservations/reserve.sim.ts")));
+    expect(result.invariant).toBe("one-reservation-per-cart");
+    expect(result.eventsKept).toHaveLength(1);
+    expect(result.faults).toHaveLength(1);
+    expect(result.faults[0]?.kind).toBe("crash_after");
+    expect(result.faults[0]?.label).toMatch(/^Service:INVENTORY /);
+  });
+
+  it("reports BOUNDED for the fixed orders Worker", async () => {
+    expect((await check(fixture("reservations/reserve.fixed.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+
+  it("finds a welcome mail recorded twice behind a scripted service", async () => {
+    const result = violated(await check(fixture("scripted/welcome.sim.ts")));
+    expect(result.faults).toHaveLength(1);
+    expect(result.eventsKept).toHaveLength(1);
+  });
+
+  it("reports BOUNDED for the fixed mailer Worker", async () => {
+    expect((await check(fixture("scripted/welcome.fixed.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+});

@@ -1,0 +1,126 @@
+/**
+ * The `eutaxy` command as a user runs it (the built CLI in a child process): the report, exit
+ * codes, and one clear message for each kind of bad input.
+ */
+
+import { spawnSync } from "node:child_process";
+import { describe, expect, it } from "vitest";
+
+const root = new URL("../../", import.meta.url).pathname;
+
+function eutaxy(args: string[], cwd = root): { code: number | null; stdout: string; stderr: string } {
+  const run = spawnSync(process.execPath, [`${root}js/bin/eutaxy.js`, ...args], { cwd, encoding: "utf8" });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+/** A bad-input failure: exit 2, one line on stderr naming `file`, nothing from our internals. */
+function expectBadInput(run: ReturnType<typeof eutaxy>, file: string, problem: RegExp): void {
+  expect(run.code).toBe(2);
+  expect(run.stdout).toBe("");
+  const lines = run.stderr.trimEnd().split("\n");
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toContain(file);
+  expect(lines[0]).toMatch(problem);
+  expect(run.stderr).not.toMatch(/^\s+at /m);
+}
+
+describe("eutaxy check", () => {
+  it("prints the seed page's report for the planted bug and exits 1", () => {
+    const run = eutaxy(["check", "./checkout.sim.ts"], `${root}examples/service-binding`);
+    expect(run.code).toBe(1);
+    const lines = run.stdout.split("\n");
+    expect(lines[0]).toBe("VIOLATED  checkout  (seed checkout)");
+    expect(lines[2]).toBe(
+      'Invariant one-charge-per-order is violated: 2 rows of charges in D1:payments/DB share order_id = "o-2"',
+    );
+    expect(lines[4]).toMatch(/^Schedule \(run seed \S+\), events kept: req-2$/);
+    expect(lines[5]).toBe("  crash_after at req-2#1 effect #0 (Service:PAYMENTS charge)");
+  });
+
+  it("replays the run seed it printed", () => {
+    const cwd = `${root}examples/service-binding`;
+    const first = eutaxy(["check", "./checkout.sim.ts"], cwd);
+    const runSeed = /run seed (\S+)\)/.exec(first.stdout)?.[1] as string;
+    const replay = eutaxy(["check", "./checkout.sim.ts", "--replay", runSeed], cwd);
+    expect(replay.code).toBe(1);
+    expect(replay.stdout.split("\n").slice(0, 6)).toEqual(first.stdout.split("\n").slice(0, 6));
+  });
+
+  it("prints BOUNDED for the fix and exits 0", () => {
+    const run = eutaxy(["check", "./checkout.fixed.sim.ts"], `${root}examples/service-binding`);
+    expect(run.code).toBe(0);
+    expect(run.stdout.split("\n")[0]).toBe("BOUNDED  checkout-fixed  (seed checkout-fixed)");
+    expect(run.stdout).toMatch(/no invariant broke: \d+ schedules in /);
+  });
+
+  it("exits 3 with INCOMPLETE when the budget runs out", () => {
+    const run = eutaxy(
+      ["check", "./checkout.fixed.sim.ts", "--budget-ms", "1"],
+      `${root}examples/service-binding`,
+    );
+    expect(run.code).toBe(3);
+    expect(run.stdout.split("\n")[0]).toBe("INCOMPLETE  checkout-fixed  (seed checkout-fixed)");
+  });
+
+  it("prints JSON with a schema tag", () => {
+    const run = eutaxy(["check", "./checkout.sim.ts", "--json"], `${root}examples/service-binding`);
+    expect(run.code).toBe(1);
+    const result = JSON.parse(run.stdout) as { schema: string; verdict: string; eventsKept: string[] };
+    expect(result.schema).toBe("eutaxy.check/1");
+    expect(result.verdict).toBe("VIOLATED");
+    expect(result.eventsKept).toEqual(["req-2"]);
+  });
+
+  it("documents its options and exit codes in --help", () => {
+    const run = eutaxy(["--help"]);
+    expect(run.code).toBe(0);
+    for (const word of ["--seed", "--replay", "--json", "--budget-ms", "BOUNDED", "VIOLATED", "INCOMPLETE"]) {
+      expect(run.stdout).toContain(word);
+    }
+  });
+});
+
+describe("bad input", () => {
+  const bad = `${root}js/test/fixtures/bad`;
+
+  it("names a scenario file that does not exist", () => {
+    expectBadInput(eutaxy(["check", "./nope.sim.ts"], bad), "nope.sim.ts", /no such file/);
+  });
+
+  it("names a malformed wrangler.jsonc with the position of the error", () => {
+    expectBadInput(eutaxy(["check", "./malformed.sim.ts"], bad), "malformed/wrangler.jsonc", /:\d+:\d+/);
+  });
+
+  it("names the schema file with a SQL error", () => {
+    expectBadInput(eutaxy(["check", "./sqlerror.sim.ts"], bad), "sqlerror/schema.sql", /syntax error/);
+  });
+
+  it("names a D1 binding no Worker binds", () => {
+    expectBadInput(
+      eutaxy(["check", "./unknown-binding.sim.ts"], bad),
+      "unknown-binding.sim.ts",
+      /payments\/NOPE/,
+    );
+  });
+
+  it("reports a Worker that throws at import as the Worker's", () => {
+    expectBadInput(
+      eutaxy(["check", "./throws-at-import.sim.ts"], bad),
+      "throws-at-import/worker.ts",
+      /threw at import/,
+    );
+  });
+
+  it("rejects a malformed run seed", () => {
+    const run = eutaxy(
+      ["check", "./checkout.sim.ts", "--replay", "not-a-seed"],
+      `${root}examples/service-binding`,
+    );
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/--replay/);
+  });
+
+  it("rejects an unknown command", () => {
+    expect(eutaxy(["frobnicate"]).code).toBe(2);
+  });
+});
