@@ -339,16 +339,48 @@ impl Check {
         self.run.faults()
     }
 
+    // D1 calls are traced with their SQL, parameters and outcome, so that two runs with the
+    // same trace did the same thing to the databases, not only at the same effects.
+
     pub fn d1_run(&mut self, db: &str, sql: &str, params: &[Value]) -> Result<RawResult> {
-        self.databases.run(db, sql, params)
+        let result = self.databases.run(db, sql, params);
+        let outcome = match &result {
+            Ok(r) => describe_result(r),
+            Err(e) => format!("error: {e}"),
+        };
+        self.run.trace(format!(
+            "  D1 {db}: {}{} -> {outcome}",
+            one_line(sql),
+            describe_params(params)
+        ));
+        result
     }
 
     pub fn d1_batch(&mut self, db: &str, statements: &[Statement]) -> Result<Vec<RawResult>> {
-        self.databases.batch(db, statements)
+        let result = self.databases.batch(db, statements);
+        for (i, statement) in statements.iter().enumerate() {
+            let outcome = match &result {
+                Ok(results) => results.get(i).map_or_else(String::new, describe_result),
+                Err(e) => format!("rolled back: {e}"),
+            };
+            self.run.trace(format!(
+                "  D1 {db} batch[{i}]: {}{} -> {outcome}",
+                one_line(&statement.sql),
+                describe_params(&statement.params)
+            ));
+        }
+        result
     }
 
     pub fn d1_exec(&mut self, db: &str, sql: &str) -> Result<u64> {
-        self.databases.exec(db, sql)
+        let result = self.databases.exec(db, sql);
+        let outcome = match &result {
+            Ok(count) => format!("{count} statements"),
+            Err(e) => format!("error: {e}"),
+        };
+        self.run
+            .trace(format!("  D1 {db} exec: {} -> {outcome}", one_line(sql)));
+        result
     }
 
     /// Ends the run: evaluates the invariants in order and moves the check on.
@@ -495,3 +527,39 @@ impl Check {
 
 #[cfg(test)]
 mod tests;
+
+/// SQL on one line, as the trace shows it.
+fn one_line(sql: &str) -> String {
+    sql.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn describe_params(params: &[Value]) -> String {
+    if params.is_empty() {
+        return String::new();
+    }
+    let values: Vec<String> = params.iter().map(ToString::to_string).collect();
+    format!(" [{}]", values.join(", "))
+}
+
+fn describe_result(result: &RawResult) -> String {
+    if result.columns.is_empty() {
+        return format!("{} changed", result.changes);
+    }
+    // A few rows are enough to tell runs apart; the count covers the rest.
+    const ROWS_SHOWN_MAX: usize = 5;
+    let rows: Vec<String> = result
+        .rows
+        .iter()
+        .take(ROWS_SHOWN_MAX)
+        .map(|row| {
+            let values: Vec<String> = row.iter().map(ToString::to_string).collect();
+            format!("({})", values.join(", "))
+        })
+        .collect();
+    let more = if result.rows.len() > ROWS_SHOWN_MAX {
+        " …"
+    } else {
+        ""
+    };
+    format!("{} rows {}{more}", result.rows.len(), rows.join(" "))
+}

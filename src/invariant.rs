@@ -36,7 +36,10 @@ pub fn validate(spec: &InvariantSpec, databases: &mut Databases) -> Result<()> {
         &[Value::Text(table.clone())],
     )?;
     if tables.rows.is_empty() {
-        return Err(fail(format!("D1:{db} has no table {}", json_string(table))));
+        return Err(fail(format!(
+            "D1:{db} has no table {}",
+            Value::Text(table.to_string())
+        )));
     }
     let info = databases.run(
         db,
@@ -48,7 +51,7 @@ pub fn validate(spec: &InvariantSpec, databases: &mut Databases) -> Result<()> {
         if !existing.contains(&&Value::Text(column.clone())) {
             return Err(fail(format!(
                 "D1:{db} table {table} has no column {}",
-                json_string(column)
+                Value::Text(column.to_string())
             )));
         }
     }
@@ -88,7 +91,10 @@ pub fn evaluate(spec: &InvariantSpec, databases: &mut Databases) -> Result<Optio
         Some(Value::Integer(count)) => *count,
         _ => unreachable!("COUNT(*) is an integer"),
     };
-    let values: Vec<String> = row[..columns.len()].iter().map(literal).collect();
+    let values: Vec<String> = row[..columns.len()]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     let share = if columns.len() == 1 {
         format!("{} = {}", columns[0], values[0])
     } else {
@@ -108,38 +114,6 @@ fn identifier(name: &str) -> String {
 /// An SQL string literal.
 fn sql_string(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
-}
-
-/// A value as reports show it: text JSON-quoted, numbers bare, blobs as `x'hex'`.
-fn literal(value: &Value) -> String {
-    match value {
-        Value::Null => "null".into(),
-        Value::Integer(i) => i.to_string(),
-        Value::Real(r) => r.to_string(),
-        Value::Text(t) => json_string(t),
-        Value::Blob(b) => {
-            let hex: String = b.iter().map(|byte| format!("{byte:02x}")).collect();
-            format!("x'{hex}'")
-        }
-    }
-}
-
-fn json_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

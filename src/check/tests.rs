@@ -196,8 +196,10 @@ fn finds_and_shrinks_the_violation() {
         trace,
         vec![
             "req-2#1 effect #0 Service:PAYMENTS charge: crash_after",
+            "  D1 payments/DB: INSERT INTO charges (order_id) VALUES ('o-2') -> 1 changed",
             "redeliver req-2#2",
             "req-2#2 effect #0 Service:PAYMENTS charge: proceed",
+            "  D1 payments/DB: INSERT INTO charges (order_id) VALUES ('o-2') -> 1 changed",
         ]
     );
     // Deepest first: req-3's faults are tried before req-2's, and the violation is the second
@@ -261,7 +263,11 @@ fn the_run_seed_replays_the_shrunk_run() {
         Verdict::Held {
             runs: 1,
             run_seed: faultless,
-            trace: vec!["req-2#1 effect #0 Service:PAYMENTS charge: proceed".into()],
+            trace: vec![
+                "req-2#1 effect #0 Service:PAYMENTS charge: proceed".into(),
+                "  D1 payments/DB: INSERT INTO charges (order_id) VALUES ('o-2') -> 1 changed"
+                    .into(),
+            ],
         }
     );
 }
