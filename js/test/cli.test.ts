@@ -80,6 +80,25 @@ describe("eutaxy check", () => {
   });
 });
 
+describe("a Worker that escapes the simulation", () => {
+  const escapes = `${root}js/test/fixtures/escapes`;
+
+  for (const [scenario, what] of [
+    ["timer.sim.ts", "a real timer"],
+    ["forever.sim.ts", "a promise nothing settles"],
+  ] as const) {
+    it(`stops with exit 4 naming the invocation that awaits ${what}`, () => {
+      const run = eutaxy(["check", `./${scenario}`], escapes);
+      expect(run.code).toBe(4);
+      expect(run.stdout).toBe("");
+      expect(run.stderr.trimEnd().split("\n")).toHaveLength(1);
+      expect(run.stderr).toMatch(
+        /invocation req-1#1 of Worker sleeper is waiting on something outside the simulation/,
+      );
+    });
+  }
+});
+
 describe("bad input", () => {
   const bad = `${root}js/test/fixtures/bad`;
 
