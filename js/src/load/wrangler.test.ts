@@ -43,7 +43,8 @@ describe("readWranglerConfig", () => {
         "vars": { "CURRENCY": "EUR", "LIMITS": { "max": 3 } },
         "d1_databases": [{ "binding": "DB", "database_name": "payments", "database_id": "abc" }],
         "services": [{ "binding": "LEDGER", "service": "ledger", "entrypoint": "Ledger", "props": { "tenant": 1 } }],
-        "kv_namespaces": [{ "binding": "CACHE", "id": "x" }], /* not used yet, not rejected */
+        "kv_namespaces": [{ "binding": "CACHE", "id": "x" }],
+        "observability": { "enabled": true }, /* not used by eutaxy, not rejected */
       }`,
     );
     expect(readWranglerConfig(file)).toEqual({
@@ -55,7 +56,53 @@ describe("readWranglerConfig", () => {
       vars: { CURRENCY: "EUR", LIMITS: { max: 3 } },
       d1Databases: [{ binding: "DB", databaseName: "payments", databaseId: "abc" }],
       services: [{ binding: "LEDGER", service: "ledger", entrypoint: "Ledger", props: { tenant: 1 } }],
+      kvNamespaces: [{ binding: "CACHE", id: "x" }],
+      durableObjects: [],
+      durableObjectClasses: new Map(),
+      queueProducers: [],
+      queueConsumers: [],
+      crons: [],
     });
+  });
+
+  it("reads Durable Objects, migrations, queues and cron triggers with Cloudflare's defaults", () => {
+    const file = write(
+      "wrangler.jsonc",
+      `{
+        "name": "jobs",
+        "durable_objects": { "bindings": [{ "name": "COUNTER", "class_name": "Counter" }] },
+        "migrations": [{ "tag": "v1", "new_sqlite_classes": ["Counter"] }, { "tag": "v2", "new_classes": ["Legacy"] }],
+        "queues": {
+          "producers": [{ "binding": "JOBS", "queue": "jobs" }],
+          "consumers": [{ "queue": "jobs", "dead_letter_queue": "jobs-dlq" }, { "queue": "other", "max_batch_size": 5, "max_retries": 0 }]
+        },
+        "triggers": { "crons": ["*/5 * * * *"] }
+      }`,
+    );
+    const config = readWranglerConfig(file);
+    expect(config.durableObjects).toEqual([{ name: "COUNTER", className: "Counter" }]);
+    expect(config.durableObjectClasses).toEqual(
+      new Map([
+        ["Counter", { sqlite: true }],
+        ["Legacy", { sqlite: false }],
+      ]),
+    );
+    expect(config.queueProducers).toEqual([{ binding: "JOBS", queue: "jobs" }]);
+    expect(config.queueConsumers).toEqual([
+      { queue: "jobs", maxBatchSize: 10, maxRetries: 3, deadLetterQueue: "jobs-dlq" },
+      { queue: "other", maxBatchSize: 5, maxRetries: 0 },
+    ]);
+    expect(config.crons).toEqual(["*/5 * * * *"]);
+  });
+
+  it("rejects a queue consumer batch size Cloudflare does not allow", () => {
+    const file = write(
+      "wrangler.json",
+      `{ "name": "q", "queues": { "consumers": [{ "queue": "a", "max_batch_size": 500 }] } }`,
+    );
+    expect(() => readWranglerConfig(file)).toThrow(
+      /queues.consumers\[0\].max_batch_size must be a whole number from 1 to 100/,
+    );
   });
 
   it("fills in empty bindings and leaves optional fields out", () => {
@@ -67,6 +114,12 @@ describe("readWranglerConfig", () => {
       vars: {},
       d1Databases: [],
       services: [],
+      kvNamespaces: [],
+      durableObjects: [],
+      durableObjectClasses: new Map(),
+      queueProducers: [],
+      queueConsumers: [],
+      crons: [],
     });
   });
 

@@ -1,8 +1,8 @@
 /**
  * Reads a Worker's wrangler config (`wrangler.jsonc`, `wrangler.json` or `wrangler.toml`) into
- * the few fields a check uses: the Worker's name, its entry module and its bindings. Fields
- * eutaxy does not use yet (KV, Durable Objects, queues…) are left alone, so a real project's
- * config loads as it is.
+ * the fields a check uses: the Worker's name, its entry module, its bindings (vars, D1, KV,
+ * service bindings, Durable Objects, queue producers), its queue consumers and cron triggers.
+ * Fields eutaxy does not use are left alone, so a real project's config loads as it is.
  */
 
 import { readFileSync, statSync } from "node:fs";
@@ -26,6 +26,35 @@ export interface ServiceBinding {
   readonly props?: Readonly<Record<string, unknown>>;
 }
 
+export interface KvNamespaceBinding {
+  readonly binding: string;
+  readonly id?: string;
+}
+
+export interface DurableObjectBinding {
+  /** The env name the namespace is bound to. */
+  readonly name: string;
+  readonly className: string;
+  /** Another Worker's name when the class is defined there. */
+  readonly scriptName?: string;
+}
+
+export interface QueueProducerBinding {
+  readonly binding: string;
+  readonly queue: string;
+  readonly deliveryDelay?: number;
+}
+
+export interface QueueConsumer {
+  readonly queue: string;
+  /** Messages per batch at most; Cloudflare's default is 10. */
+  readonly maxBatchSize: number;
+  /** Retries of a message before it is dead-lettered or dropped; Cloudflare's default is 3. */
+  readonly maxRetries: number;
+  readonly deadLetterQueue?: string;
+  readonly retryDelay?: number;
+}
+
 export interface WorkerConfig {
   /** The config file, absolute. */
   readonly file: string;
@@ -37,6 +66,13 @@ export interface WorkerConfig {
   readonly vars: Readonly<Record<string, unknown>>;
   readonly d1Databases: readonly D1DatabaseBinding[];
   readonly services: readonly ServiceBinding[];
+  readonly kvNamespaces: readonly KvNamespaceBinding[];
+  readonly durableObjects: readonly DurableObjectBinding[];
+  /** Classes declared by `migrations` (`new_classes`, `new_sqlite_classes`) and whether SQLite-backed. */
+  readonly durableObjectClasses: ReadonlyMap<string, { readonly sqlite: boolean }>;
+  readonly queueProducers: readonly QueueProducerBinding[];
+  readonly queueConsumers: readonly QueueConsumer[];
+  readonly crons: readonly string[];
 }
 
 /** The config files wrangler reads, in the order a folder is searched. */
@@ -141,11 +177,17 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
     if (value !== undefined && !isObject(value)) fail(`${field} must be an object`);
     return value;
   };
-  const entries = (field: string): Fields[] => {
-    const value = config[field] ?? [];
-    if (!Array.isArray(value)) fail(`${field} must be an array`);
+  const optionalNumber = (value: unknown, field: string): number | undefined => {
+    if (value !== undefined && (typeof value !== "number" || !Number.isFinite(value) || value < 0)) {
+      fail(`${field} must be a non-negative number`);
+    }
+    return value;
+  };
+  const entries = (field: string, within: Fields = config, at = field): Fields[] => {
+    const value = within[field] ?? [];
+    if (!Array.isArray(value)) fail(`${at} must be an array`);
     return value.map((entry: unknown, i) => {
-      if (!isObject(entry)) fail(`${field}[${i}] must be an object`);
+      if (!isObject(entry)) fail(`${at}[${i}] must be an object`);
       return entry;
     });
   };
@@ -179,6 +221,74 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
     };
   });
 
+  const kvNamespaces = entries("kv_namespaces").map((entry, i): KvNamespaceBinding => {
+    const at = `kv_namespaces[${i}]`;
+    const id = optionalString(entry.id, `${at}.id`);
+    return { binding: requiredString(entry.binding, `${at}.binding`), ...(id !== undefined ? { id } : {}) };
+  });
+
+  const durableObjectsField = optionalObject(config.durable_objects, "durable_objects") ?? {};
+  const durableObjects = entries("bindings", durableObjectsField, "durable_objects.bindings").map(
+    (entry, i): DurableObjectBinding => {
+      const at = `durable_objects.bindings[${i}]`;
+      const scriptName = optionalString(entry.script_name, `${at}.script_name`);
+      return {
+        name: requiredString(entry.name, `${at}.name`),
+        className: requiredString(entry.class_name, `${at}.class_name`),
+        ...(scriptName !== undefined ? { scriptName } : {}),
+      };
+    },
+  );
+  const durableObjectClasses = new Map<string, { sqlite: boolean }>();
+  for (const [i, migration] of entries("migrations").entries()) {
+    for (const [field, sqlite] of [
+      ["new_classes", false],
+      ["new_sqlite_classes", true],
+    ] as const) {
+      const classes: unknown = migration[field] ?? [];
+      if (!isStringArray(classes)) fail(`migrations[${i}].${field} must be an array of strings`);
+      for (const className of classes) durableObjectClasses.set(className, { sqlite });
+    }
+  }
+
+  const queuesField = optionalObject(config.queues, "queues") ?? {};
+  const queueProducers = entries("producers", queuesField, "queues.producers").map(
+    (entry, i): QueueProducerBinding => {
+      const at = `queues.producers[${i}]`;
+      const deliveryDelay = optionalNumber(entry.delivery_delay, `${at}.delivery_delay`);
+      return {
+        binding: requiredString(entry.binding, `${at}.binding`),
+        queue: requiredString(entry.queue, `${at}.queue`),
+        ...(deliveryDelay !== undefined ? { deliveryDelay } : {}),
+      };
+    },
+  );
+  const queueConsumers = entries("consumers", queuesField, "queues.consumers").map(
+    (entry, i): QueueConsumer => {
+      const at = `queues.consumers[${i}]`;
+      const deadLetterQueue = optionalString(entry.dead_letter_queue, `${at}.dead_letter_queue`);
+      const retryDelay = optionalNumber(entry.retry_delay, `${at}.retry_delay`);
+      const maxBatchSize = optionalNumber(entry.max_batch_size, `${at}.max_batch_size`) ?? 10;
+      if (!Number.isInteger(maxBatchSize) || maxBatchSize < 1 || maxBatchSize > 100) {
+        fail(`${at}.max_batch_size must be a whole number from 1 to 100`);
+      }
+      const maxRetries = optionalNumber(entry.max_retries, `${at}.max_retries`) ?? 3;
+      if (!Number.isInteger(maxRetries) || maxRetries > 100)
+        fail(`${at}.max_retries must be a whole number up to 100`);
+      return {
+        queue: requiredString(entry.queue, `${at}.queue`),
+        maxBatchSize,
+        maxRetries,
+        ...(deadLetterQueue !== undefined ? { deadLetterQueue } : {}),
+        ...(retryDelay !== undefined ? { retryDelay } : {}),
+      };
+    },
+  );
+
+  const triggers = optionalObject(config.triggers, "triggers") ?? {};
+  const crons: unknown = triggers.crons ?? [];
+  if (!isStringArray(crons)) fail("triggers.crons must be an array of strings");
+
   // A Worker's env has one value per name, so two bindings of one name cannot both be honoured.
   const declaredAt = new Map<string, string>();
   const declare = (binding: string, at: string) => {
@@ -189,6 +299,9 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
   for (const [i, d1] of d1Databases.entries()) declare(d1.binding, `d1_databases[${i}]`);
   for (const [i, service] of services.entries()) declare(service.binding, `services[${i}]`);
   for (const key of Object.keys(vars)) declare(key, `vars.${key}`);
+  for (const [i, kv] of kvNamespaces.entries()) declare(kv.binding, `kv_namespaces[${i}]`);
+  for (const [i, object] of durableObjects.entries()) declare(object.name, `durable_objects.bindings[${i}]`);
+  for (const [i, producer] of queueProducers.entries()) declare(producer.binding, `queues.producers[${i}]`);
 
   return {
     file,
@@ -199,5 +312,11 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
     vars,
     d1Databases,
     services,
+    kvNamespaces,
+    durableObjects,
+    durableObjectClasses,
+    queueProducers,
+    queueConsumers,
+    crons,
   };
 }
