@@ -3,7 +3,7 @@
 //! The host drives it run by run:
 //!
 //! ```text
-//! d1Open/d1Setup* seal  ( nextRun  (decide | redeliver | fillRandom | nowMs | trace | d1*)*  endRun )*  verdict
+//! d1Open/d1Setup* seal  ( nextRun  (decide | redeliver | redeliverPlatform | fillRandom | nowMs | trace | d1*)*  endRun )*  verdict
 //! ```
 //!
 //! Phases: Explore (exhaustive search, `dfs.rs`) then, on the first violation, Shrink
@@ -19,7 +19,7 @@
 use serde::Serialize;
 
 use crate::config::CheckConfig;
-use crate::d1::{Databases, RawResult, Statement, Value};
+use crate::d1::{one_line, Databases, RawResult, Statement, Value};
 use crate::dfs::Dfs;
 use crate::error::{Error, Result};
 use crate::invariant::{self, Violation};
@@ -86,6 +86,9 @@ pub struct Check {
     config: CheckConfig,
     base_seed: u64,
     databases: Databases,
+    /// What each `conserved` invariant's query returned after setup, by invariant; `None` for
+    /// the other kinds. Filled by `seal`.
+    baselines: Vec<Option<Value>>,
     state: State,
     /// The current run's state. Before the first run it serves module initialisation, which
     /// may read the clock and random streams too.
@@ -112,6 +115,7 @@ impl Check {
             config,
             base_seed,
             databases: Databases::new(),
+            baselines: Vec::new(),
             state,
             run: Run::new(init_seed, Vec::new()),
             active: None,
@@ -134,24 +138,34 @@ impl Check {
 
     // ---- setup ----
 
+    /// Opens a database. Before `seal` it is part of setup; during a run it starts empty and
+    /// lasts until the run ends. Opening an open database is harmless.
     pub fn d1_open(&mut self, db: &str) -> Result<()> {
         self.databases.open(db)
+    }
+
+    pub fn d1_exists(&self, db: &str) -> bool {
+        self.databases.contains(db)
     }
 
     pub fn d1_setup(&mut self, db: &str, sql: &str) -> Result<()> {
         self.databases.setup(db, sql)
     }
 
-    /// Ends setup: checks that the invariants name existing tables and columns, and snapshots
-    /// the databases every run starts from. Sealing twice is harmless.
+    /// Ends setup: checks that the invariants name existing databases, tables and columns and
+    /// that their queries prepare, takes the conserved invariants' values, and snapshots the
+    /// databases every run starts from. Sealing twice is harmless.
     pub fn seal(&mut self) -> Result<()> {
         if self.databases.is_sealed() {
             return Ok(());
         }
+        let mut baselines = Vec::with_capacity(self.config.invariants.len());
         for spec in &self.config.invariants {
-            invariant::validate(spec, &mut self.databases)?;
+            baselines.push(invariant::validate(spec, &mut self.databases)?);
         }
-        self.databases.seal()
+        self.databases.seal()?;
+        self.baselines = baselines;
+        Ok(())
     }
 
     // ---- runs ----
@@ -235,13 +249,22 @@ impl Check {
     }
 
     /// Decides what happens at effect `effect` of `invocation`, before the effect happens.
-    pub fn decide(&mut self, invocation: &str, effect: u32, label: &str) -> Result<Decision> {
+    /// `transient` says whether the effect's binding documents a transient error the host can
+    /// raise, which adds the transient_error alternative.
+    pub fn decide(
+        &mut self,
+        invocation: &str,
+        effect: u32,
+        label: &str,
+        transient: bool,
+    ) -> Result<Decision> {
         self.ensure_whole()?;
         let Some(active) = self.active.as_mut() else {
             return Err(Error::new("decide was called outside a run"));
         };
-        let id = parse_invocation(invocation, &self.config.events)?;
-        if !self.run.delivers(id.event) {
+        // Invocations the platform made (`batch-1#1`) belong to no driver event.
+        let event = parse_invocation(invocation, &self.config.events)?.map(|id| id.event);
+        if event.is_some_and(|event| !self.run.delivers(event)) {
             return Err(Error::new(format!(
                 "invocation {invocation} belongs to an event this run does not deliver"
             )));
@@ -253,13 +276,14 @@ impl Check {
             .any(|f| f.invocation == invocation && f.effect == effect)
         {
             return Err(Error::new(format!(
-                "{invocation} effect #{effect} was decided twice, after a fault that ended it"
+                "{invocation} effect #{effect} was decided twice, after a fault at it"
             )));
         }
         let point = Point {
             invocation,
             effect,
             label,
+            transient,
             ordinal: self.run.begin_effect(),
             faults_fired: self.run.faults_fired(),
         };
@@ -276,7 +300,7 @@ impl Check {
             self.run.record_fault(Fault {
                 kind,
                 invocation: invocation.to_string(),
-                event: id.event,
+                event,
                 effect,
                 label: label.to_string(),
             });
@@ -291,24 +315,63 @@ impl Check {
     /// when delivery `delivery - 1` died without an answer and the client has retries left.
     pub fn redeliver(&mut self, event: u32, delivery: u32) -> Result<bool> {
         self.ensure_whole()?;
-        let Some(active) = self.active.as_ref() else {
+        if self.active.is_none() {
             return Err(Error::new("redeliver was called outside a run"));
-        };
+        }
         let name = self.event_name(event)?.to_string();
         if !self.run.delivers(event) {
             return Err(Error::new(format!(
                 "redeliver: this run does not deliver {name}"
             )));
         }
-        if delivery < 2 {
+        let granted = self.grant_redelivery("redeliver", &name, delivery)?;
+        if granted {
+            self.run.record_redelivery(event, delivery - 1);
+        }
+        Ok(granted)
+    }
+
+    /// Whether the platform's own retry, delivery `delivery` of the work named `name` (a queue
+    /// batch `batch-1`, an alarm `alarm-2`: an invocation id without `#<delivery>`), happens.
+    /// The host asks before every retry the platform would make, on top of its own limits
+    /// (a queue's max_retries), so that platform retries are bounded by `maxRedeliveries` and
+    /// shrunk like the client's resends.
+    pub fn redeliver_platform(&mut self, name: &str, delivery: u32) -> Result<bool> {
+        self.ensure_whole()?;
+        if self.active.is_none() {
+            return Err(Error::new("redeliverPlatform was called outside a run"));
+        }
+        if name.is_empty() || name.contains('#') {
             return Err(Error::new(format!(
-                "redeliver: delivery {delivery} of {name} is not a redelivery (those count from 2)"
+                "redeliverPlatform: '{name}' is not the name of platform work (an invocation id \
+                 without '#<delivery>')"
             )));
         }
-        let redelivery = delivery - 1;
-        let granted = redelivery <= active.redeliveries_max;
+        if self.config.events.iter().any(|e| e == name) {
+            return Err(Error::new(format!(
+                "redeliverPlatform: {name} is a driver event; ask redeliver"
+            )));
+        }
+        let granted = self.grant_redelivery("redeliverPlatform", name, delivery)?;
         if granted {
-            self.run.record_redelivery(event, redelivery);
+            self.run.record_platform_redelivery(delivery - 1);
+        }
+        Ok(granted)
+    }
+
+    /// Answers and traces whether delivery `delivery` of `name` is within the run's
+    /// redeliveries.
+    fn grant_redelivery(&mut self, call: &str, name: &str, delivery: u32) -> Result<bool> {
+        let Some(active) = self.active.as_ref() else {
+            unreachable!("the callers check for a run");
+        };
+        if delivery < 2 {
+            return Err(Error::new(format!(
+                "{call}: delivery {delivery} of {name} is not a redelivery (those count from 2)"
+            )));
+        }
+        let granted = delivery - 1 <= active.redeliveries_max;
+        if granted {
             self.run.trace(format!("redeliver {name}#{delivery}"));
         } else {
             self.run.trace(format!(
@@ -383,8 +446,10 @@ impl Check {
         result
     }
 
-    /// Ends the run: evaluates the invariants in order and moves the check on.
-    pub fn end_run(&mut self) -> Result<RunEnd> {
+    /// Ends the run: evaluates the invariants in order and moves the check on. `host` is the
+    /// first violated invariant among the host's own, which the host evaluated before calling;
+    /// it is the run's violation when every invariant of the engine holds.
+    pub fn end_run(&mut self, host: Option<Violation>) -> Result<RunEnd> {
         self.ensure_whole()?;
         let Some(active) = self.active.take() else {
             return Err(Error::new("endRun was called outside a run"));
@@ -393,7 +458,7 @@ impl Check {
             let more = replay.end_run()?;
             debug_assert!(!more, "a replay is one run");
         }
-        let violation = self.first_violation()?;
+        let violation = self.first_violation()?.or(host);
         let state = std::mem::replace(&mut self.state, State::Done(Verdict::Bounded { runs: 0 }));
         self.state = match state {
             State::Explore(mut dfs) => {
@@ -475,8 +540,10 @@ impl Check {
     }
 
     fn first_violation(&mut self) -> Result<Option<Violation>> {
-        for spec in &self.config.invariants {
-            if let Some(violation) = invariant::evaluate(spec, &mut self.databases)? {
+        for (spec, baseline) in self.config.invariants.iter().zip(&self.baselines) {
+            if let Some(violation) =
+                invariant::evaluate(spec, baseline.as_ref(), &mut self.databases)?
+            {
                 return Ok(Some(violation));
             }
         }
@@ -527,11 +594,6 @@ impl Check {
 
 #[cfg(test)]
 mod tests;
-
-/// SQL on one line, as the trace shows it.
-fn one_line(sql: &str) -> String {
-    sql.split_whitespace().collect::<Vec<_>>().join(" ")
-}
 
 fn describe_params(params: &[Value]) -> String {
     if params.is_empty() {

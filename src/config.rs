@@ -41,12 +41,28 @@ pub enum InvariantSpec {
         table: String,
         columns: Vec<String>,
     },
+    /// A read-only query over `db` that finds what must not exist: violated when it returns a
+    /// row.
+    Query {
+        name: String,
+        db: String,
+        sql: String,
+    },
+    /// A read-only query over `db` that returns one value, which every run must leave as setup
+    /// left it (a total, a count).
+    Conserved {
+        name: String,
+        db: String,
+        sql: String,
+    },
 }
 
 impl InvariantSpec {
     pub fn name(&self) -> &str {
         match self {
-            InvariantSpec::Unique { name, .. } => name,
+            InvariantSpec::Unique { name, .. }
+            | InvariantSpec::Query { name, .. }
+            | InvariantSpec::Conserved { name, .. } => name,
         }
     }
 }
@@ -120,18 +136,32 @@ mod tests {
         let json = r#"{"seed":"checkout","events":["req-1","req-2"],"maxFaultsPerRun":1,
             "maxRedeliveries":2,"budgetMs":30000,"runsMax":100,"shrinkRunsMax":50,
             "invariants":[{"kind":"unique","name":"one-charge-per-order","db":"payments/DB",
-            "table":"charges","columns":["order_id"]}]}"#;
+            "table":"charges","columns":["order_id"]},
+            {"kind":"query","name":"no-negative","db":"DB","sql":"SELECT 1"},
+            {"kind":"conserved","name":"total","db":"DB","sql":"SELECT 2"}]}"#;
         let parsed: CheckConfig = serde_json::from_str(json).unwrap();
         assert_eq!(parsed.max_redeliveries, 2);
         assert_eq!(parsed.replay, None);
         assert_eq!(
             parsed.invariants,
-            vec![InvariantSpec::Unique {
-                name: "one-charge-per-order".into(),
-                db: "payments/DB".into(),
-                table: "charges".into(),
-                columns: vec!["order_id".into()],
-            }]
+            vec![
+                InvariantSpec::Unique {
+                    name: "one-charge-per-order".into(),
+                    db: "payments/DB".into(),
+                    table: "charges".into(),
+                    columns: vec!["order_id".into()],
+                },
+                InvariantSpec::Query {
+                    name: "no-negative".into(),
+                    db: "DB".into(),
+                    sql: "SELECT 1".into(),
+                },
+                InvariantSpec::Conserved {
+                    name: "total".into(),
+                    db: "DB".into(),
+                    sql: "SELECT 2".into(),
+                }
+            ]
         );
         parsed.validate().unwrap();
     }

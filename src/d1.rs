@@ -1,9 +1,26 @@
-//! D1, simulated with one in-memory SQLite database per binding.
+//! The engine's SQLite stores: one in-memory database per name. They serve D1 bindings and,
+//! through the host, everything else of the platform that keeps state (KV namespaces, Durable
+//! Object storage, queues), so that resetting state per run stays one mechanism. Names are
+//! opaque: the host picks them (`DB`, `payments/DB`, …) and the engine never parses them.
 //!
 //! The scenario's setup (schema, seed rows) runs once; `seal` then snapshots every database
-//! with `sqlite3_serialize`, and `restore` brings each back at the start of every run with
-//! `sqlite3_deserialize` into a fresh connection: a copy of a few pages instead of re-running
-//! the schema, and nothing (last insert rowid, open transactions) survives from the last run.
+//! with `sqlite3_serialize`. A database opened after `seal` (during a run) starts empty and
+//! lives until the run ends: the next `restore` drops it.
+//!
+//! `restore` brings every sealed database back at the start of each run. The fast way: each
+//! run executes inside one outer transaction that `restore` rolls back, so the connection and
+//! its cache of prepared statements survive from run to run. SQLite re-prepares a cached
+//! statement by itself when the schema changed under it (the rollback of a run's DDL resets the
+//! schema and bumps its generation). The safe way, whenever a run may have stepped outside
+//! that transaction (its SQL names a transaction or connection statement, see
+//! `steps_outside`, or the connection left the transaction on its own): `sqlite3_deserialize`
+//! of the snapshot into a fresh connection. Either way nothing survives from the last run: not
+//! its rows, not its last insert rowid, not an open transaction.
+//!
+//! Deserializing into the same connection would keep the cache too, but is not safe: SQLite
+//! does not expire prepared statements on deserialize, and the fresh schema's generation
+//! counter restarts, so a cached statement could pass its schema check while holding pointers
+//! into the freed schema.
 //!
 //! Results are raw: columns, rows and counters. The host shapes them as Cloudflare's D1
 //! binding does (`results`, `meta`) and prefixes errors with `D1_ERROR: `.
@@ -33,6 +50,23 @@ pub const ROWS_PER_STATEMENT_MAX: usize = 1_000_000;
 
 /// Upper bound on statements in one script or batch.
 pub const STATEMENTS_MAX: usize = 100_000;
+
+/// Prepared statements kept per connection. A Worker's SQL is a few dozen distinct texts.
+const STATEMENT_CACHE_CAPACITY: usize = 256;
+
+/// Words of statements that end, nest or need to be outside a transaction, or that change the
+/// connection rather than the database. SQL naming one runs outside the run's transaction.
+const OUTSIDE_WORDS: [&str; 9] = [
+    "begin",
+    "commit",
+    "rollback",
+    "savepoint",
+    "release",
+    "pragma",
+    "attach",
+    "detach",
+    "vacuum",
+];
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -131,7 +165,102 @@ pub struct Statement {
 
 struct Database {
     connection: Connection,
+    /// The state every run starts from; `None` for a database opened during a run, which the
+    /// next `restore` drops.
     snapshot: Option<Vec<u8>>,
+    /// Whether runs may be reset by rollback: false when the schema behaves differently inside
+    /// a transaction: it can roll one back (`ON CONFLICT ROLLBACK`, `RAISE(ROLLBACK)`), which
+    /// would undo the whole run instead of one statement, or it defers constraints to a commit
+    /// (`INITIALLY DEFERRED`), which would never come.
+    rollback_safe: bool,
+    /// Whether the current run executes inside the outer transaction `restore` rolls back.
+    in_run_transaction: bool,
+}
+
+impl Database {
+    fn new(connection: Connection, snapshot: Option<Vec<u8>>) -> Self {
+        connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
+        Self {
+            connection,
+            snapshot,
+            rollback_safe: false,
+            in_run_transaction: false,
+        }
+    }
+
+    /// Called before the run's SQL: SQL that could end the run's transaction or depends on
+    /// being outside one commits it first, so that it behaves exactly as in a connection of
+    /// its own; the next `restore` then reloads the snapshot.
+    fn before(&mut self, sql: &str) -> Result<()> {
+        if self.in_run_transaction && steps_outside(sql) {
+            self.in_run_transaction = false;
+            execute_cached(&self.connection, "COMMIT")
+                .map_err(|e| Error::new(format!("cannot leave the run's transaction: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// Called after the run's SQL: SQLite may end a transaction by itself (some errors roll it
+    /// back), and then the run is no longer inside it.
+    fn after(&mut self) {
+        if self.in_run_transaction && self.connection.is_autocommit() {
+            self.in_run_transaction = false;
+        }
+    }
+
+    /// Brings the database back to its snapshot and opens the next run's transaction.
+    fn restore(&mut self, name: &str) -> Result<()> {
+        let Some(snapshot) = &self.snapshot else {
+            unreachable!("only sealed databases are restored");
+        };
+        let cannot =
+            |e: rusqlite::Error| Error::new(format!("cannot restore D1 database '{name}': {e}"));
+        let rolled_back = self.in_run_transaction
+            && !self.connection.is_autocommit()
+            && execute_cached(&self.connection, "ROLLBACK").is_ok();
+        self.in_run_transaction = false;
+        if rolled_back {
+            // The last insert rowid is the connection's, not the database's.
+            // SAFETY: the handle is this connection's, open, and used by this thread only.
+            unsafe { rusqlite::ffi::sqlite3_set_last_insert_rowid(self.connection.handle(), 0) };
+        } else {
+            let mut connection = Connection::open_in_memory().map_err(cannot)?;
+            connection
+                .deserialize_read_exact(MAIN_DB, &snapshot[..], snapshot.len(), false)
+                .map_err(cannot)?;
+            connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
+            self.connection = connection;
+        }
+        if self.rollback_safe {
+            execute_cached(&self.connection, "BEGIN").map_err(cannot)?;
+            self.in_run_transaction = true;
+        }
+        Ok(())
+    }
+}
+
+/// Whether SQL names a statement that must not run inside the run's transaction. Word-based
+/// and conservative: a false alarm only costs the next run a reload. `END` is a transaction
+/// statement only at the start of one, and also closes every `CASE`, so it counts only first
+/// or in a script.
+fn steps_outside(sql: &str) -> bool {
+    let script = sql.contains(';');
+    sql.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|word| !word.is_empty())
+        .enumerate()
+        .any(|(index, word)| {
+            OUTSIDE_WORDS.iter().any(|w| word.eq_ignore_ascii_case(w))
+                || (word.eq_ignore_ascii_case("end") && (index == 0 || script))
+        })
+}
+
+/// SQL on one line, as traces and messages show it.
+pub fn one_line(sql: &str) -> String {
+    sql.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn execute_cached(connection: &Connection, sql: &str) -> rusqlite::Result<()> {
+    connection.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
 #[derive(Default)]
@@ -153,38 +282,30 @@ impl Databases {
         self.databases.contains_key(name)
     }
 
-    /// Opens the database of a binding (`DB`, or `payments/DB` for a callee's); opening it
-    /// again is harmless.
+    /// Opens a database; opening it again is harmless. Before `seal` it is set up and sealed
+    /// with the others; after, it starts empty and lasts until the run ends.
     pub fn open(&mut self, name: &str) -> Result<()> {
         if self.databases.contains_key(name) {
             return Ok(());
         }
-        if self.sealed {
-            return Err(Error::new(format!(
-                "cannot open D1 database '{name}' after setup is sealed"
-            )));
-        }
         let connection = Connection::open_in_memory()
             .map_err(|e| Error::new(format!("cannot open D1 database '{name}': {e}")))?;
-        self.databases.insert(
-            name.to_string(),
-            Database {
-                connection,
-                snapshot: None,
-            },
-        );
+        self.databases
+            .insert(name.to_string(), Database::new(connection, None));
         Ok(())
     }
 
     /// Runs a setup script (schema and seed rows). An error names the statement, counting
     /// from 1, and carries SQLite's message: `statement 2: near "CREAT": syntax error`.
+    /// A database opened during a run can be set up too, until the run ends.
     pub fn setup(&mut self, name: &str, sql: &str) -> Result<()> {
-        if self.sealed {
+        let database = self.database(name)?;
+        if database.snapshot.is_some() {
             return Err(Error::new(format!(
                 "cannot set up D1 database '{name}' after setup is sealed"
             )));
         }
-        let connection = &self.database(name)?.connection;
+        let connection = &database.connection;
         run_script(connection, sql)
             .map(|_| ())
             .map_err(|(statement, e)| {
@@ -204,6 +325,8 @@ impl Databases {
                 .serialize(MAIN_DB)
                 .map_err(|e| Error::new(format!("cannot snapshot D1 database '{name}': {e}")))?;
             database.snapshot = Some(data.to_vec());
+            database.rollback_safe = !schema_needs_own_transactions(&database.connection)
+                .map_err(|e| Error::new(format!("cannot read D1 database '{name}': {e}")))?;
         }
         self.sealed = true;
         Ok(())
@@ -226,29 +349,46 @@ impl Databases {
         }
     }
 
-    /// Brings every database back to its sealed state.
+    /// Brings every sealed database back to its sealed state and drops the databases opened
+    /// during the last run.
     pub fn restore(&mut self) -> Result<()> {
         assert!(self.sealed, "restore before seal");
+        self.databases
+            .retain(|_, database| database.snapshot.is_some());
         for (name, database) in &mut self.databases {
-            let Some(snapshot) = &database.snapshot else {
-                unreachable!("sealed databases have snapshots");
-            };
-            let cannot = |e: rusqlite::Error| {
-                Error::new(format!("cannot restore D1 database '{name}': {e}"))
-            };
-            let mut connection = Connection::open_in_memory().map_err(cannot)?;
-            connection
-                .deserialize_read_exact(MAIN_DB, &snapshot[..], snapshot.len(), false)
-                .map_err(cannot)?;
-            database.connection = connection;
+            database.restore(name)?;
+        }
+        Ok(())
+    }
+
+    /// Checks that `sql` is one statement that only reads, as an invariant's query must be.
+    pub fn check_query(&self, name: &str, sql: &str) -> Result<()> {
+        let connection = &self.database(name)?.connection;
+        if sql.trim().is_empty() {
+            return Err(Error::new("the query is empty"));
+        }
+        let statement = connection.prepare(sql).map_err(|e| match e {
+            rusqlite::Error::MultipleStatement => {
+                Error::new("the query must be a single statement")
+            }
+            e => Error::new(format!("the query does not prepare: {}", message(&e))),
+        })?;
+        if statement.parameter_count() > 0 {
+            return Err(Error::new("the query must not take parameters"));
+        }
+        if !statement.readonly() {
+            return Err(Error::new("the query must only read"));
         }
         Ok(())
     }
 
     /// Runs one statement. Errors read as D1 shows them after `D1_ERROR: `.
     pub fn run(&mut self, name: &str, sql: &str, params: &[Value]) -> Result<RawResult> {
-        let connection = &self.database(name)?.connection;
-        run_statement(connection, sql, params).map_err(|e| Error::new(d1_message(&e)))
+        let database = self.database_mut(name)?;
+        database.before(sql)?;
+        let result = run_statement(&database.connection, sql, params);
+        database.after();
+        result.map_err(|e| Error::new(d1_message(&e)))
     }
 
     /// Runs statements as one transaction: the first error rolls all of them back, and the
@@ -259,35 +399,23 @@ impl Databases {
                 "a batch may hold at most {STATEMENTS_MAX} statements"
             )));
         }
-        let connection = &mut self.database_mut(name)?.connection;
-        let savepoint = connection
-            .savepoint()
-            .map_err(|e| Error::new(d1_message(&StatementError::Sqlite(e))))?;
-        let mut results = Vec::with_capacity(statements.len());
-        for (index, statement) in statements.iter().enumerate() {
-            match run_statement(&savepoint, &statement.sql, &statement.params) {
-                Ok(result) => results.push(result),
-                // Dropping the savepoint rolls it back.
-                Err(e) => {
-                    return Err(Error::new(format!(
-                        "statement {}: {}",
-                        index + 1,
-                        d1_message(&e)
-                    )))
-                }
-            }
+        let database = self.database_mut(name)?;
+        for statement in statements {
+            database.before(&statement.sql)?;
         }
-        savepoint
-            .commit()
-            .map_err(|e| Error::new(d1_message(&StatementError::Sqlite(e))))?;
-        Ok(results)
+        let result = run_batch(&mut database.connection, statements);
+        database.after();
+        result
     }
 
     /// Runs a script of statements without a transaction, as D1's `exec` does, and returns how
     /// many ran.
     pub fn exec(&mut self, name: &str, sql: &str) -> Result<u64> {
-        let connection = &self.database(name)?.connection;
-        run_script(connection, sql).map_err(|(statement, e)| {
+        let database = self.database_mut(name)?;
+        database.before(sql)?;
+        let result = run_script(&database.connection, sql);
+        database.after();
+        result.map_err(|(statement, e)| {
             Error::new(format!("statement {statement}: {}", d1_message(&e)))
         })
     }
@@ -303,6 +431,49 @@ impl Databases {
             .get_mut(name)
             .ok_or_else(|| Error::new(format!("no D1 database named '{name}'")))
     }
+}
+
+/// Whether the schema mentions rolling back or deferring (see `Database::rollback_safe`).
+fn schema_needs_own_transactions(connection: &Connection) -> rusqlite::Result<bool> {
+    let mut statement =
+        connection.prepare("SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL")?;
+    let mut rows = statement.query([])?;
+    while let Some(row) = rows.next()? {
+        let sql: String = row.get(0)?;
+        let needs = sql
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .any(|word| {
+                word.eq_ignore_ascii_case("rollback") || word.eq_ignore_ascii_case("deferred")
+            });
+        if needs {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn run_batch(connection: &mut Connection, statements: &[Statement]) -> Result<Vec<RawResult>> {
+    let savepoint = connection
+        .savepoint()
+        .map_err(|e| Error::new(d1_message(&StatementError::Sqlite(e))))?;
+    let mut results = Vec::with_capacity(statements.len());
+    for (index, statement) in statements.iter().enumerate() {
+        match run_statement(&savepoint, &statement.sql, &statement.params) {
+            Ok(result) => results.push(result),
+            // Dropping the savepoint rolls it back.
+            Err(e) => {
+                return Err(Error::new(format!(
+                    "statement {}: {}",
+                    index + 1,
+                    d1_message(&e)
+                )))
+            }
+        }
+    }
+    savepoint
+        .commit()
+        .map_err(|e| Error::new(d1_message(&StatementError::Sqlite(e))))?;
+    Ok(results)
 }
 
 enum StatementError {
@@ -327,7 +498,7 @@ fn run_statement(
             "No SQL statements detected.".into(),
         ));
     }
-    let mut statement = connection.prepare(sql).map_err(|e| match e {
+    let mut statement = connection.prepare_cached(sql).map_err(|e| match e {
         rusqlite::Error::MultipleStatement => StatementError::Message(
             "A prepared SQL statement must contain only one statement.".into(),
         ),
@@ -343,11 +514,6 @@ fn run_statement(
     for (index, value) in params.iter().enumerate() {
         statement.raw_bind_parameter(index + 1, value)?;
     }
-    let columns: Vec<String> = statement
-        .column_names()
-        .iter()
-        .map(|c| c.to_string())
-        .collect();
     let readonly = statement.readonly();
     let total_changes_before = connection.total_changes();
     let mut rows: Vec<Vec<Value>> = Vec::new();
@@ -359,13 +525,21 @@ fn run_statement(
                     "the statement returned more than {ROWS_PER_STATEMENT_MAX} rows"
                 )));
             }
-            let mut values = Vec::with_capacity(columns.len());
-            for index in 0..columns.len() {
+            let width = row.as_ref().column_count();
+            let mut values = Vec::with_capacity(width);
+            for index in 0..width {
                 values.push(Value::from(row.get_ref(index)?));
             }
             rows.push(values);
         }
     }
+    // Read after stepping: a cached statement compiled before a schema change re-prepares
+    // itself at its first step, and only then names the current columns.
+    let columns: Vec<String> = statement
+        .column_names()
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
     // sqlite3_changes keeps the count of the last INSERT, UPDATE or DELETE, even after a
     // SELECT or DDL statement; only trust it when this statement changed rows.
     let changed = connection.total_changes() != total_changes_before;
@@ -406,9 +580,12 @@ fn run_script(
 }
 
 fn size_bytes(connection: &Connection) -> rusqlite::Result<u64> {
-    let page_count: i64 = connection.query_row("PRAGMA page_count", [], |r| r.get(0))?;
-    let page_size: i64 = connection.query_row("PRAGMA page_size", [], |r| r.get(0))?;
-    Ok(u64::try_from(page_count.saturating_mul(page_size)).unwrap_or(0))
+    let bytes: i64 = connection
+        .prepare_cached(
+            "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
+        )?
+        .query_row([], |r| r.get(0))?;
+    Ok(u64::try_from(bytes).unwrap_or(0))
 }
 
 /// SQLite's own message, without the code.
@@ -667,9 +844,168 @@ mod tests {
     }
 
     #[test]
-    fn sealing_closes_setup() {
+    fn sealing_closes_setup_of_the_sealed_databases() {
         let mut databases = sealed();
-        assert!(databases.setup("payments/DB", "SELECT 1").is_err());
-        assert!(databases.open("other").is_err());
+        assert_eq!(
+            databases
+                .setup("payments/DB", "SELECT 1")
+                .unwrap_err()
+                .message(),
+            "cannot set up D1 database 'payments/DB' after setup is sealed"
+        );
+    }
+
+    #[test]
+    fn databases_opened_during_a_run_end_with_it() {
+        let mut databases = sealed();
+        databases.restore().unwrap();
+        databases.open("KV:CACHE").unwrap();
+        assert!(databases.contains("KV:CACHE"));
+        databases
+            .setup("KV:CACHE", "CREATE TABLE kv (k TEXT PRIMARY KEY, v)")
+            .unwrap();
+        databases
+            .run("KV:CACHE", "INSERT INTO kv VALUES ('a', 1)", &[])
+            .unwrap();
+        // Opening again keeps what is there.
+        databases.open("KV:CACHE").unwrap();
+        databases.open("payments/DB").unwrap();
+        let rows = databases.run("KV:CACHE", "SELECT v FROM kv", &[]).unwrap();
+        assert_eq!(rows.rows, vec![vec![Value::Integer(1)]]);
+        databases.restore().unwrap();
+        assert!(!databases.contains("KV:CACHE"));
+        assert!(databases.contains("payments/DB"));
+        assert_eq!(
+            databases
+                .run("KV:CACHE", "SELECT 1", &[])
+                .unwrap_err()
+                .message(),
+            "no D1 database named 'KV:CACHE'"
+        );
+        // The next run opens it empty.
+        databases.open("KV:CACHE").unwrap();
+        let tables = databases
+            .run("KV:CACHE", "SELECT count(*) FROM sqlite_schema", &[])
+            .unwrap();
+        assert_eq!(tables.rows, vec![vec![Value::Integer(0)]]);
+    }
+
+    fn columns(databases: &mut Databases, sql: &str) -> Vec<String> {
+        databases.run("payments/DB", sql, &[]).unwrap().columns
+    }
+
+    #[test]
+    fn cached_statements_follow_schema_changes_across_runs() {
+        let mut databases = sealed();
+        let star = "SELECT * FROM charges WHERE id = 1";
+        let sealed_columns = vec!["id", "order_id", "idempotency_key", "amount", "receipt"];
+        for _ in 0..2 {
+            databases.restore().unwrap();
+            assert_eq!(columns(&mut databases, star), sealed_columns);
+            databases
+                .exec("payments/DB", "ALTER TABLE charges ADD COLUMN note TEXT")
+                .unwrap();
+            let altered = columns(&mut databases, star);
+            assert_eq!(altered.last().map(String::as_str), Some("note"));
+        }
+        // Two runs create a table of the same name with different columns: the schema cookie
+        // is the same in both, the statement cached in the first must not serve the second.
+        let extra = "SELECT * FROM extra";
+        databases.restore().unwrap();
+        databases
+            .exec(
+                "payments/DB",
+                "CREATE TABLE extra (x); INSERT INTO extra VALUES (1)",
+            )
+            .unwrap();
+        assert_eq!(columns(&mut databases, extra), vec!["x"]);
+        databases.restore().unwrap();
+        assert_eq!(
+            databases
+                .run("payments/DB", extra, &[])
+                .unwrap_err()
+                .message(),
+            "no such table: extra: SQLITE_ERROR"
+        );
+        databases.restore().unwrap();
+        databases
+            .exec(
+                "payments/DB",
+                "CREATE TABLE extra (y, z); INSERT INTO extra VALUES (2, 3)",
+            )
+            .unwrap();
+        let result = databases.run("payments/DB", extra, &[]).unwrap();
+        assert_eq!(result.columns, vec!["y", "z"]);
+        assert_eq!(
+            result.rows,
+            vec![vec![Value::Integer(2), Value::Integer(3)]]
+        );
+    }
+
+    #[test]
+    fn sql_outside_the_run_transaction_behaves_as_in_its_own_connection() {
+        let mut databases = sealed();
+        databases.restore().unwrap();
+        // A transaction of the run's own commits as it would alone.
+        databases
+            .exec(
+                "payments/DB",
+                "BEGIN; INSERT INTO charges (idempotency_key) VALUES ('k-2'); COMMIT",
+            )
+            .unwrap();
+        assert_eq!(count(&mut databases), Value::Integer(2));
+        // OR ROLLBACK undoes its own statement only, as in autocommit mode.
+        databases
+            .run(
+                "payments/DB",
+                "INSERT OR ROLLBACK INTO charges (idempotency_key) VALUES ('k-1')",
+                &[],
+            )
+            .unwrap_err();
+        assert_eq!(count(&mut databases), Value::Integer(2));
+        databases
+            .run("payments/DB", "PRAGMA case_sensitive_like = ON", &[])
+            .unwrap();
+        let like = "SELECT 'a' LIKE 'A'";
+        let run = |databases: &mut Databases| databases.run("payments/DB", like, &[]).unwrap().rows;
+        assert_eq!(run(&mut databases), vec![vec![Value::Integer(0)]]);
+        // Nothing of it survives the restore.
+        databases.restore().unwrap();
+        assert_eq!(count(&mut databases), Value::Integer(1));
+        assert_eq!(run(&mut databases), vec![vec![Value::Integer(1)]]);
+        let select = databases.run("payments/DB", "SELECT 1", &[]).unwrap();
+        assert_eq!(select.last_row_id, 0);
+    }
+
+    #[test]
+    fn a_schema_that_rolls_back_is_reloaded_every_run() {
+        let mut databases = Databases::new();
+        databases.open("DB").unwrap();
+        databases
+            .setup("DB", "CREATE TABLE t (k TEXT UNIQUE ON CONFLICT ROLLBACK)")
+            .unwrap();
+        databases.seal().unwrap();
+        for _ in 0..2 {
+            databases.restore().unwrap();
+            databases
+                .run("DB", "INSERT INTO t VALUES ('a')", &[])
+                .unwrap();
+            databases
+                .run("DB", "INSERT INTO t VALUES ('a')", &[])
+                .unwrap_err();
+            let rows = databases.run("DB", "SELECT count(*) FROM t", &[]).unwrap();
+            assert_eq!(rows.rows, vec![vec![Value::Integer(1)]]);
+        }
+    }
+
+    #[test]
+    fn finds_the_words_that_step_outside() {
+        assert!(steps_outside("begin"));
+        assert!(steps_outside("END TRANSACTION"));
+        assert!(steps_outside("SELECT 1; end"));
+        assert!(steps_outside("pragma foreign_keys = on"));
+        assert!(steps_outside("INSERT OR ROLLBACK INTO t VALUES (1)"));
+        assert!(!steps_outside("SELECT CASE WHEN x THEN 1 END FROM t"));
+        assert!(!steps_outside("SELECT began, ended, pragma_x FROM t"));
     }
 }

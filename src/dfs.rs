@@ -2,7 +2,8 @@
 //!
 //! An effect is a branch point only while the run has fired fewer than `faults_per_run_max`
 //! faults; past that every effect proceeds without branching. So the tree has one leaf per
-//! placement of at most that many faults, and `BOUNDED` means every leaf was run.
+//! placement of at most that many faults, and `BOUNDED` means every leaf was run. A branch
+//! point has three alternatives, or four at an effect that can fail transiently.
 
 use crate::error::Result;
 use crate::strategy::{Decision, Point, Strategy};
@@ -37,9 +38,11 @@ impl Strategy for Dfs {
         if point.faults_fired >= self.faults_per_run_max {
             return Ok(Decision::Proceed);
         }
-        let alternatives = Decision::ALTERNATIVES.len() as u8;
-        let chosen = self.tree.branch(&point.describe(), alternatives)?;
-        Ok(Decision::ALTERNATIVES[usize::from(chosen)])
+        let alternatives = Decision::alternatives(point.transient);
+        let chosen = self
+            .tree
+            .branch(&point.describe(), alternatives.len() as u8)?;
+        Ok(alternatives[usize::from(chosen)])
     }
 
     fn end_run(&mut self) -> Result<bool> {

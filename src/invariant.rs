@@ -1,28 +1,152 @@
-//! Invariants the engine evaluates itself over the simulated state at the end of a run.
+//! Invariants the engine evaluates itself over the simulated state at the end of a run, in
+//! the configured order; the first that breaks is the run's violation.
 //!
-//! `unique`: no two rows of a D1 table agree on a set of columns. Rows with a NULL in any of
-//! the columns are ignored, as a SQL UNIQUE constraint ignores them.
+//! - `unique`: no two rows of a D1 table agree on a set of columns. Rows with a NULL in any of
+//!   the columns are ignored, as a SQL UNIQUE constraint ignores them.
+//! - `query`: a read-only query that finds what must not exist returns no row.
+//! - `conserved`: a read-only query returns the same single value after every run as after
+//!   setup.
+//!
+//! The host may evaluate invariants of its own and pass their violation to `endRun`; it counts
+//! only when every invariant here holds.
+
+use serde::Deserialize;
 
 use crate::config::InvariantSpec;
-use crate::d1::{Databases, Value};
+use crate::d1::{one_line, Databases, Value};
 use crate::error::{Error, Result};
 
 /// A broken invariant: its name and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Violation {
     pub invariant: String,
     pub message: String,
 }
 
-/// Checks, once setup is sealed, that everything an invariant names exists, so that a typo is
-/// a clear error before any run instead of a failure in every run.
-pub fn validate(spec: &InvariantSpec, databases: &mut Databases) -> Result<()> {
-    let InvariantSpec::Unique {
-        name,
-        db,
-        table,
-        columns,
-    } = spec;
+/// Checks, before setup is sealed, that everything an invariant names exists and that its
+/// query prepares and only reads, so that a typo is a clear error before any run instead of a
+/// failure in every run. Answers what a `conserved` invariant's query returns after setup, the
+/// value every run must leave.
+pub fn validate(spec: &InvariantSpec, databases: &mut Databases) -> Result<Option<Value>> {
+    let fail = |why: String| Error::new(format!("invariant {}: {why}", spec.name()));
+    match spec {
+        InvariantSpec::Unique {
+            name,
+            db,
+            table,
+            columns,
+        } => validate_unique(name, db, table, columns, databases).map(|()| None),
+        InvariantSpec::Query { db, sql, .. } | InvariantSpec::Conserved { db, sql, .. } => {
+            if !databases.contains(db) {
+                return Err(fail(format!("no D1 database named '{db}'")));
+            }
+            databases
+                .check_query(db, sql)
+                .map_err(|e| fail(format!("D1:{db}: {e}")))?;
+            if !matches!(spec, InvariantSpec::Conserved { .. }) {
+                return Ok(None);
+            }
+            let result = databases
+                .run(db, sql, &[])
+                .map_err(|e| fail(format!("D1:{db}: {e}")))?;
+            match single_value(&result.rows) {
+                Some(value) => Ok(Some(value.clone())),
+                None => Err(fail(format!(
+                    "a conserved invariant's query must return one row of one value, but \
+                     after setup it returned {}",
+                    describe_shape(&result.rows)
+                ))),
+            }
+        }
+    }
+}
+
+/// Evaluates the invariant; `None` when it holds. `baseline` is what `validate` answered.
+pub fn evaluate(
+    spec: &InvariantSpec,
+    baseline: Option<&Value>,
+    databases: &mut Databases,
+) -> Result<Option<Violation>> {
+    let violation = |message: String| {
+        Some(Violation {
+            invariant: spec.name().to_string(),
+            message,
+        })
+    };
+    match spec {
+        InvariantSpec::Unique {
+            name,
+            db,
+            table,
+            columns,
+        } => evaluate_unique(name, db, table, columns, databases),
+        InvariantSpec::Query { name, db, sql } => {
+            let result = databases
+                .run(db, sql, &[])
+                .map_err(|e| Error::new(format!("invariant {name}: {e}")))?;
+            let Some(first) = result.rows.first() else {
+                return Ok(None);
+            };
+            let row = describe_row(first);
+            Ok(violation(match result.rows.len() {
+                1 => format!("1 row from D1:{db} breaks it: {row}"),
+                n => format!("{n} rows from D1:{db} break it, the first: {row}"),
+            }))
+        }
+        InvariantSpec::Conserved { name, db, sql } => {
+            let Some(expected) = baseline else {
+                unreachable!("validate answers a conserved invariant's baseline");
+            };
+            let result = databases
+                .run(db, sql, &[])
+                .map_err(|e| Error::new(format!("invariant {name}: {e}")))?;
+            let actual = match single_value(&result.rows) {
+                Some(value) if value == expected => return Ok(None),
+                Some(value) => value.to_string(),
+                None => describe_shape(&result.rows),
+            };
+            Ok(violation(format!(
+                "{} is {actual} after the run, but was {expected} after setup in D1:{db}",
+                one_line(sql)
+            )))
+        }
+    }
+}
+
+/// The value of a result that is one row of one value.
+fn single_value(rows: &[Vec<Value>]) -> Option<&Value> {
+    match rows {
+        [row] => match &row[..] {
+            [value] => Some(value),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// What a result that is not one value is, for messages: `no row`, `3 rows`, `1 row of 2
+/// values`.
+fn describe_shape(rows: &[Vec<Value>]) -> String {
+    match rows {
+        [] => "no row".to_string(),
+        [row] => format!("1 row of {} values", row.len()),
+        rows => format!("{} rows", rows.len()),
+    }
+}
+
+/// A row as reports show it: `("alice", -5)`.
+fn describe_row(row: &[Value]) -> String {
+    let values: Vec<String> = row.iter().map(ToString::to_string).collect();
+    format!("({})", values.join(", "))
+}
+
+fn validate_unique(
+    name: &str,
+    db: &str,
+    table: &str,
+    columns: &[String],
+    databases: &mut Databases,
+) -> Result<()> {
     let fail = |why: String| Error::new(format!("invariant {name}: {why}"));
     if columns.is_empty() {
         return Err(fail("a unique invariant needs at least one column".into()));
@@ -33,7 +157,7 @@ pub fn validate(spec: &InvariantSpec, databases: &mut Databases) -> Result<()> {
     let tables = databases.run(
         db,
         "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name = ?1",
-        &[Value::Text(table.clone())],
+        &[Value::Text(table.to_string())],
     )?;
     if tables.rows.is_empty() {
         return Err(fail(format!(
@@ -58,14 +182,13 @@ pub fn validate(spec: &InvariantSpec, databases: &mut Databases) -> Result<()> {
     Ok(())
 }
 
-/// Evaluates the invariant; `None` when it holds.
-pub fn evaluate(spec: &InvariantSpec, databases: &mut Databases) -> Result<Option<Violation>> {
-    let InvariantSpec::Unique {
-        name,
-        db,
-        table,
-        columns,
-    } = spec;
+fn evaluate_unique(
+    name: &str,
+    db: &str,
+    table: &str,
+    columns: &[String],
+    databases: &mut Databases,
+) -> Result<Option<Violation>> {
     debug_assert!(!columns.is_empty(), "validated at seal");
     let quoted: Vec<String> = columns.iter().map(|c| identifier(c)).collect();
     let list = quoted.join(", ");
@@ -101,7 +224,7 @@ pub fn evaluate(spec: &InvariantSpec, databases: &mut Databases) -> Result<Optio
         format!("({}) = ({})", columns.join(", "), values.join(", "))
     };
     Ok(Some(Violation {
-        invariant: name.clone(),
+        invariant: name.to_string(),
         message: format!("{count} rows of {table} in D1:{db} share {share}"),
     }))
 }
@@ -119,6 +242,11 @@ fn sql_string(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The unique invariant needs no baseline.
+    fn evaluate(spec: &InvariantSpec, databases: &mut Databases) -> Result<Option<Violation>> {
+        super::evaluate(spec, None, databases)
+    }
 
     fn spec(table: &str, columns: &[&str]) -> InvariantSpec {
         InvariantSpec::Unique {
@@ -217,6 +345,158 @@ mod tests {
         assert_eq!(
             validate(&elsewhere, &mut db).unwrap_err().message(),
             "invariant x: no D1 database named 'DB'"
+        );
+    }
+
+    fn accounts(rows: &str) -> Databases {
+        let mut databases = Databases::new();
+        databases.open("DB").unwrap();
+        databases
+            .setup(
+                "DB",
+                &format!(
+                    "CREATE TABLE accounts (name TEXT PRIMARY KEY, balance INTEGER NOT NULL); \
+                     INSERT INTO accounts VALUES ('alice', 10), ('bob', 0); {rows}"
+                ),
+            )
+            .unwrap();
+        databases
+    }
+
+    fn query(sql: &str) -> InvariantSpec {
+        InvariantSpec::Query {
+            name: "no-overdraft".into(),
+            db: "DB".into(),
+            sql: sql.into(),
+        }
+    }
+
+    fn conserved(sql: &str) -> InvariantSpec {
+        InvariantSpec::Conserved {
+            name: "money-is-conserved".into(),
+            db: "DB".into(),
+            sql: sql.into(),
+        }
+    }
+
+    #[test]
+    fn a_query_breaks_with_its_rows() {
+        let spec = query("SELECT name, balance FROM accounts WHERE balance < 0 ORDER BY name");
+        let mut db = accounts("");
+        assert_eq!(validate(&spec, &mut db).unwrap(), None);
+        db.seal().unwrap();
+        assert_eq!(super::evaluate(&spec, None, &mut db).unwrap(), None);
+        db.run(
+            "DB",
+            "UPDATE accounts SET balance = -5 WHERE name = 'alice'",
+            &[],
+        )
+        .unwrap();
+        let one = super::evaluate(&spec, None, &mut db).unwrap().unwrap();
+        assert_eq!(one.invariant, "no-overdraft");
+        assert_eq!(one.message, "1 row from D1:DB breaks it: (\"alice\", -5)");
+        db.run(
+            "DB",
+            "INSERT INTO accounts VALUES ('carol', -1), ('dave', -2)",
+            &[],
+        )
+        .unwrap();
+        let three = super::evaluate(&spec, None, &mut db).unwrap().unwrap();
+        assert_eq!(
+            three.message,
+            "3 rows from D1:DB break it, the first: (\"alice\", -5)"
+        );
+    }
+
+    #[test]
+    fn a_conserved_value_must_survive_the_run() {
+        let spec = conserved("SELECT SUM(balance)\n  FROM accounts");
+        let mut db = accounts("");
+        let baseline = validate(&spec, &mut db).unwrap();
+        assert_eq!(baseline, Some(Value::Integer(10)));
+        db.seal().unwrap();
+        db.run(
+            "DB",
+            "UPDATE accounts SET balance = 7 WHERE name = 'bob'",
+            &[],
+        )
+        .unwrap();
+        db.run(
+            "DB",
+            "UPDATE accounts SET balance = 3 WHERE name = 'alice'",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            super::evaluate(&spec, baseline.as_ref(), &mut db).unwrap(),
+            None
+        );
+        db.run(
+            "DB",
+            "UPDATE accounts SET balance = 0 WHERE name = 'bob'",
+            &[],
+        )
+        .unwrap();
+        let broken = super::evaluate(&spec, baseline.as_ref(), &mut db)
+            .unwrap()
+            .unwrap();
+        assert_eq!(broken.invariant, "money-is-conserved");
+        assert_eq!(
+            broken.message,
+            "SELECT SUM(balance) FROM accounts is 3 after the run, but was 10 after setup in \
+             D1:DB"
+        );
+        db.run("DB", "DELETE FROM accounts", &[]).unwrap();
+        let gone = super::evaluate(&spec, baseline.as_ref(), &mut db)
+            .unwrap()
+            .unwrap();
+        assert!(
+            gone.message.contains(" is null after the run"),
+            "{}",
+            gone.message
+        );
+    }
+
+    #[test]
+    fn query_validation_names_what_is_wrong() {
+        let mut db = accounts("");
+        let error = |spec: InvariantSpec, db: &mut Databases| {
+            validate(&spec, db).unwrap_err().message().to_string()
+        };
+        let elsewhere = InvariantSpec::Query {
+            name: "x".into(),
+            db: "DB2".into(),
+            sql: "SELECT 1".into(),
+        };
+        assert_eq!(
+            error(elsewhere, &mut db),
+            "invariant x: no D1 database named 'DB2'"
+        );
+        assert_eq!(
+            error(query("SELECT * FROM nope"), &mut db),
+            "invariant no-overdraft: D1:DB: the query does not prepare: no such table: nope"
+        );
+        assert_eq!(
+            error(query("DELETE FROM accounts"), &mut db),
+            "invariant no-overdraft: D1:DB: the query must only read"
+        );
+        assert_eq!(
+            error(query("SELECT 1; SELECT 2"), &mut db),
+            "invariant no-overdraft: D1:DB: the query must be a single statement"
+        );
+        assert_eq!(
+            error(query("SELECT ?1"), &mut db),
+            "invariant no-overdraft: D1:DB: the query must not take parameters"
+        );
+        assert_eq!(
+            error(conserved("SELECT balance FROM accounts"), &mut db),
+            "invariant money-is-conserved: a conserved invariant's query must return one row \
+             of one value, but after setup it returned 2 rows"
+        );
+        assert_eq!(
+            error(conserved("SELECT 1, 2"), &mut db),
+            "invariant money-is-conserved: a conserved invariant's query must return one row \
+             of one value, but after setup it returned 1 row of 2 values"
         );
     }
 }

@@ -2,9 +2,10 @@
 //!
 //! The TypeScript host runs the Workers' JavaScript; this crate owns every decision and every
 //! piece of per-run state: the decision tree of the exhaustive explorer, the replayed schedules
-//! of the shrinker, the random streams, the virtual clock, the SQLite-backed D1 databases and the
-//! trace. `check::Check` is the state machine; `wasm` is the only module that knows about
-//! JavaScript, so everything else is tested natively with `cargo test`.
+//! of the shrinker, the random streams, the virtual clock, the SQLite stores (D1, and the KV,
+//! Durable Object and queue state the host keeps in them) and the trace. `check::Check` is the
+//! state machine; `wasm` is the only module that knows about JavaScript, so everything else is
+//! tested natively with `cargo test`.
 
 pub mod check;
 pub mod config;

@@ -3,7 +3,7 @@
 //! proceeds. The shrinker runs its candidates with it, and so does `--replay <run seed>`.
 
 use crate::error::{Error, Result};
-use crate::schedule::Schedule;
+use crate::schedule::{FaultKind, Schedule};
 use crate::strategy::{Decision, Point, Strategy};
 
 #[derive(Debug)]
@@ -48,6 +48,12 @@ impl Strategy for Replay {
                 &recorded,
             ));
         }
+        // A transient fault only fires where the host can raise the transient error; where it
+        // cannot (a shrink candidate that moved effects around) the effect proceeds, and the
+        // fault is not among the run's fired faults.
+        if fault.kind == FaultKind::Transient && !point.transient {
+            return Ok(Decision::Proceed);
+        }
         Ok(Decision::from_fault(fault.kind))
     }
 
@@ -59,7 +65,7 @@ impl Strategy for Replay {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schedule::{Fault, FaultKind};
+    use crate::schedule::Fault;
 
     fn schedule() -> Schedule {
         Schedule {
@@ -68,7 +74,7 @@ mod tests {
             faults: vec![Fault {
                 kind: FaultKind::CrashAfter,
                 invocation: "req-2#1".into(),
-                event: 1,
+                event: Some(1),
                 effect: 0,
                 label: "Service:PAYMENTS charge".into(),
             }],
@@ -81,6 +87,7 @@ mod tests {
             invocation,
             effect,
             label,
+            transient: false,
             ordinal: 1,
             faults_fired: 0,
         }

@@ -32,6 +32,8 @@ pub struct Run {
     effects: usize,
     /// The highest redelivery granted per event of the plan (0: none), in plan order.
     redeliveries: Vec<u32>,
+    /// The highest redelivery granted to work the platform made (queue batches, alarms).
+    platform_redeliveries: u32,
 }
 
 impl Run {
@@ -47,6 +49,7 @@ impl Run {
             faults: Vec::new(),
             effects: 0,
             redeliveries,
+            platform_redeliveries: 0,
         }
     }
 
@@ -134,9 +137,14 @@ impl Run {
         }
     }
 
-    /// The most redeliveries any event of the run used.
+    pub fn record_platform_redelivery(&mut self, redelivery: u32) {
+        self.platform_redeliveries = self.platform_redeliveries.max(redelivery);
+    }
+
+    /// The most redeliveries any event, or any work of the platform, used in the run.
     pub fn redeliveries_used(&self) -> u32 {
-        self.redeliveries.iter().copied().max().unwrap_or(0)
+        let events = self.redeliveries.iter().copied().max().unwrap_or(0);
+        events.max(self.platform_redeliveries)
     }
 }
 

@@ -10,10 +10,14 @@
 //! ```
 //!
 //! Events are 1-based event indexes joined by `,`. Faults are `-` when there are none, else
-//! `A<invocation>@<effect>` (crash_after) or `B<invocation>@<effect>` (crash_before) joined by
-//! `,`, where the invocation id has its event name replaced by the event's 1-based index:
-//! `req-2#1` is `2.1` and the callee invocation `req-2#1/0` is `2.1/0`. An empty event list is
-//! written `-` too. Labels are not part of the run seed.
+//! `A<invocation>@<effect>` (crash_after), `B<invocation>@<effect>` (crash_before) or
+//! `T<invocation>@<effect>` (transient_error) joined by `,`. An invocation of a driver event has
+//! its event name replaced by the event's 1-based index: `req-2#1` is `2.1` and the callee
+//! invocation `req-2#1/0` is `2.1/0`. Any other invocation is work the platform made (a queue
+//! batch's delivery `batch-1#1`, an alarm's `alarm-2#1`): it is written `~` and the id with
+//! every byte outside `[A-Za-z0-9._#/-]` percent-encoded, so that the seed's separators (`:`,
+//! `,`, `@`) and `~`, `%` never appear raw: `batch-1#1/0` is `~batch-1#1/0`. An empty event list
+//! is written `-` too. Labels are not part of the run seed.
 
 use std::fmt;
 
@@ -25,6 +29,9 @@ pub enum FaultKind {
     CrashBefore,
     /// The effect happens; the invocation dies before it sees the result.
     CrashAfter,
+    /// The effect does not happen and the call fails with the binding's documented transient
+    /// error (the host raises it); the invocation lives on and may retry.
+    Transient,
 }
 
 impl FaultKind {
@@ -32,6 +39,7 @@ impl FaultKind {
         match self {
             FaultKind::CrashBefore => "crash_before",
             FaultKind::CrashAfter => "crash_after",
+            FaultKind::Transient => "transient_error",
         }
     }
 
@@ -39,6 +47,7 @@ impl FaultKind {
         match self {
             FaultKind::CrashBefore => 'B',
             FaultKind::CrashAfter => 'A',
+            FaultKind::Transient => 'T',
         }
     }
 }
@@ -55,9 +64,10 @@ pub struct Fault {
     pub kind: FaultKind,
     /// The invocation id as the host names it: `req-2#1`, or `req-2#1/0` for a callee.
     pub invocation: String,
-    /// The index of the event the invocation belongs to (derived from `invocation`, kept so
-    /// that the shrinker can drop an event's faults with the event).
-    pub event: u32,
+    /// The index of the driver event the invocation belongs to (derived from `invocation`,
+    /// kept so that the shrinker can drop an event's faults with the event); `None` for work
+    /// the platform made (`batch-1#1`), whose faults match by the full id.
+    pub event: Option<u32>,
     pub effect: u32,
     /// What the effect is (`Service:PAYMENTS charge`), for reports; empty when decoded.
     pub label: String,
@@ -72,7 +82,8 @@ pub struct Schedule {
     pub redeliveries_max: u32,
 }
 
-/// Where an invocation id splits: the event's index, the delivery, and the nested effect path.
+/// Where an invocation id of a driver event splits: the event's index, the delivery, and the
+/// nested effect path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvocationId<'a> {
     pub event: u32,
@@ -81,19 +92,37 @@ pub struct InvocationId<'a> {
     pub nested: &'a str,
 }
 
-/// Parses `<event name>#<delivery>(/<effect>)*` against the configured event names.
-pub fn parse_invocation<'a>(invocation: &'a str, events: &[String]) -> Result<InvocationId<'a>> {
+/// Upper bound on the length of an invocation id, so that a run seed stays printable.
+pub const INVOCATION_ID_MAX: usize = 1_000;
+
+/// Parses an invocation id. An id whose leading name (before `#`) is a driver event must be
+/// `<event name>#<delivery>(/<effect>)*` and answers `Some`; any other non-empty id is work the
+/// platform made and answers `None`.
+pub fn parse_invocation<'a>(
+    invocation: &'a str,
+    events: &[String],
+) -> Result<Option<InvocationId<'a>>> {
     let bad = |why: &str| {
         Error::new(format!(
             "invocation id '{invocation}' is malformed: {why} (expected <event>#<delivery>, \
              optionally followed by /<effect> segments)"
         ))
     };
-    let (name, rest) = invocation.split_once('#').ok_or_else(|| bad("no '#'"))?;
-    let event = events
-        .iter()
-        .position(|e| e == name)
-        .ok_or_else(|| bad(&format!("'{name}' is not an event of this check")))?;
+    if invocation.is_empty() {
+        return Err(bad("it is empty"));
+    }
+    if invocation.len() > INVOCATION_ID_MAX {
+        return Err(bad(&format!("it is longer than {INVOCATION_ID_MAX} bytes")));
+    }
+    let Some((name, rest)) = invocation.split_once('#') else {
+        if events.iter().any(|e| e == invocation) {
+            return Err(bad("no '#'"));
+        }
+        return Ok(None);
+    };
+    let Some(event) = events.iter().position(|e| e == name) else {
+        return Ok(None);
+    };
     let (delivery_text, nested) = match rest.find('/') {
         Some(at) => rest.split_at(at),
         None => (rest, ""),
@@ -106,11 +135,11 @@ pub fn parse_invocation<'a>(invocation: &'a str, events: &[String]) -> Result<In
     for segment in nested.split('/').skip(1) {
         parse_number(segment).ok_or_else(|| bad("an effect segment is not a number"))?;
     }
-    Ok(InvocationId {
+    Ok(Some(InvocationId {
         event: u32::try_from(event).map_err(|_| bad("too many events"))?,
         delivery,
         nested,
-    })
+    }))
 }
 
 /// A decimal u32 without sign, spaces or leading zeros (so that every number has one spelling
@@ -123,6 +152,55 @@ fn parse_number(text: &str) -> Option<u32> {
         return None;
     }
     text.parse().ok()
+}
+
+/// Bytes a platform invocation id keeps raw in a run seed; none of them separates fields.
+fn is_raw(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-' | b'#' | b'/')
+}
+
+fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if is_raw(byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// Reverses `percent_encode`, accepting only its own spelling (uppercase hex, raw bytes never
+/// encoded), so that every id has one form in a run seed.
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        if byte == b'%' {
+            let hex = text.get(at + 1..at + 3)?;
+            if !hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b))
+            {
+                return None;
+            }
+            let decoded = u8::from_str_radix(hex, 16).ok()?;
+            if is_raw(decoded) {
+                return None;
+            }
+            out.push(decoded);
+            at += 3;
+        } else if is_raw(byte) {
+            out.push(byte);
+            at += 1;
+        } else {
+            return None;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 impl Schedule {
@@ -140,18 +218,11 @@ impl Schedule {
             join(self.faults.iter().map(|fault| {
                 let id = parse_invocation(&fault.invocation, events);
                 debug_assert!(id.is_ok(), "recorded invocation ids parse");
-                let (delivery, nested) = match id {
-                    Ok(id) => (id.delivery, id.nested),
-                    Err(_) => (0, ""),
+                let invocation = match id {
+                    Ok(Some(id)) => format!("{}.{}{}", id.event + 1, id.delivery, id.nested),
+                    Ok(None) | Err(_) => format!("~{}", percent_encode(&fault.invocation)),
                 };
-                format!(
-                    "{}{}.{}{}@{}",
-                    fault.kind.letter(),
-                    fault.event + 1,
-                    delivery,
-                    nested,
-                    fault.effect
-                )
+                format!("{}{invocation}@{}", fault.kind.letter(), fault.effect)
             }))
         };
         format!(
@@ -201,10 +272,10 @@ impl Schedule {
         if faults_text != "-" {
             for item in faults_text.split(',') {
                 let fault = decode_fault(item, events).map_err(bad)?;
-                if !kept.contains(&fault.event) {
+                if let Some(event) = fault.event.filter(|e| !kept.contains(e)) {
                     return Err(bad(format!(
                         "fault '{item}' is in event {} which the run does not deliver",
-                        fault.event + 1
+                        event + 1
                     )));
                 }
                 if faults
@@ -236,7 +307,8 @@ fn decode_fault(item: &str, events: &[String]) -> std::result::Result<Fault, Str
     let kind = match chars.next() {
         Some('A') => FaultKind::CrashAfter,
         Some('B') => FaultKind::CrashBefore,
-        _ => return Err(format!("fault '{item}' must start with A or B")),
+        Some('T') => FaultKind::Transient,
+        _ => return Err(format!("fault '{item}' must start with A, B or T")),
     };
     let (invocation_text, effect_text) = chars
         .as_str()
@@ -244,25 +316,43 @@ fn decode_fault(item: &str, events: &[String]) -> std::result::Result<Fault, Str
         .ok_or_else(|| format!("fault '{item}' has no '@<effect>'"))?;
     let effect = parse_number(effect_text)
         .ok_or_else(|| format!("fault '{item}' has effect '{effect_text}', not a number"))?;
-    let (head, nested) = match invocation_text.find('/') {
-        Some(at) => invocation_text.split_at(at),
-        None => (invocation_text, ""),
+    let invocation = match invocation_text.strip_prefix('~') {
+        Some(encoded) => {
+            let invocation = percent_decode(encoded)
+                .ok_or_else(|| format!("fault '{item}' has a badly encoded invocation"))?;
+            match parse_invocation(&invocation, events) {
+                Ok(None) => invocation,
+                // An event's invocation has one spelling, the compact one.
+                Ok(Some(_)) => {
+                    return Err(format!(
+                        "fault '{item}' spells an event's invocation with '~'"
+                    ))
+                }
+                Err(e) => return Err(format!("fault '{item}': {e}")),
+            }
+        }
+        None => {
+            let (head, nested) = match invocation_text.find('/') {
+                Some(at) => invocation_text.split_at(at),
+                None => (invocation_text, ""),
+            };
+            let (event_text, delivery_text) = head
+                .split_once('.')
+                .ok_or_else(|| format!("fault '{item}' needs <event>.<delivery> or ~<id>"))?;
+            let event_number = parse_number(event_text)
+                .filter(|n| *n >= 1 && *n as usize <= events.len())
+                .ok_or_else(|| {
+                    format!("fault '{item}' names event '{event_text}' which does not exist")
+                })?;
+            let name = &events[event_number as usize - 1];
+            format!("{name}#{delivery_text}{nested}")
+        }
     };
-    let (event_text, delivery_text) = head
-        .split_once('.')
-        .ok_or_else(|| format!("fault '{item}' needs <event>.<delivery>"))?;
-    let event_number = parse_number(event_text)
-        .filter(|n| *n >= 1 && *n as usize <= events.len())
-        .ok_or_else(|| format!("fault '{item}' names event '{event_text}' which does not exist"))?;
-    let name = &events[event_number as usize - 1];
-    let invocation = format!("{name}#{delivery_text}{nested}");
     let id = parse_invocation(&invocation, events).map_err(|e| format!("fault '{item}': {e}"))?;
-    let event = id.event;
-    debug_assert_eq!(event, event_number - 1);
     Ok(Fault {
         kind,
+        event: id.map(|id| id.event),
         invocation,
-        event,
         effect,
         label: String::new(),
     })
@@ -284,7 +374,7 @@ mod tests {
         Fault {
             kind,
             invocation: invocation.into(),
-            event,
+            event: Some(event),
             effect,
             label: String::new(),
         }
@@ -342,7 +432,15 @@ mod tests {
             ("9f3c2a1b7d4e5f60:0:-:0", "event 0 does not exist"),
             ("9f3c2a1b7d4e5f60:2,1:-:0", "ascending"),
             ("9f3c2a1b7d4e5f60:x:-:0", "not a number"),
-            ("9f3c2a1b7d4e5f60:2:C2.1@0:0", "must start with A or B"),
+            ("9f3c2a1b7d4e5f60:2:C2.1@0:0", "must start with A, B or T"),
+            ("9f3c2a1b7d4e5f60:2:T~batch%3a1#1@0:0", "badly encoded"),
+            ("9f3c2a1b7d4e5f60:2:T~batch%2D1#1@0:0", "badly encoded"),
+            ("9f3c2a1b7d4e5f60:2:T~batch:1@0:0", "found 5"),
+            (
+                "9f3c2a1b7d4e5f60:2:T~req-2#1@0:0",
+                "spells an event's invocation with '~'",
+            ),
+            ("9f3c2a1b7d4e5f60:2:T~@0:0", "is empty"),
             ("9f3c2a1b7d4e5f60:2:A2.1:0", "no '@<effect>'"),
             ("9f3c2a1b7d4e5f60:2:A1.1@0:0", "does not deliver"),
             ("9f3c2a1b7d4e5f60:2:A2.0@0:0", "deliveries count from 1"),
@@ -362,10 +460,42 @@ mod tests {
     }
 
     #[test]
+    fn round_trips_transient_faults_and_platform_invocations() {
+        let platform = |kind, invocation: &str, effect| Fault {
+            kind,
+            invocation: invocation.into(),
+            event: None,
+            effect,
+            label: String::new(),
+        };
+        let schedule = Schedule {
+            base_seed: 0x42,
+            events: vec![1],
+            faults: vec![
+                fault(FaultKind::Transient, "req-2#1/0", 1, 3),
+                platform(FaultKind::Transient, "batch-1#1", 0),
+                platform(FaultKind::CrashAfter, "batch-1#1/0", 2),
+                platform(FaultKind::CrashBefore, "alarm:DO@x,y~z%ü 1#2", 1),
+            ],
+            redeliveries_max: 2,
+        };
+        let text = schedule.encode(&events());
+        assert_eq!(
+            text,
+            "0000000000000042:2:T2.1/0@3,T~batch-1#1@0,A~batch-1#1/0@2,\
+             B~alarm%3ADO%40x%2Cy%7Ez%25%C3%BC%201#2@1:2"
+        );
+        assert_eq!(Schedule::decode(&text, &events()).unwrap(), schedule);
+    }
+
+    #[test]
     fn parses_invocation_ids() {
-        let id = parse_invocation("req-2#3/0/1", &events()).unwrap();
+        let id = parse_invocation("req-2#3/0/1", &events()).unwrap().unwrap();
         assert_eq!((id.event, id.delivery, id.nested), (1, 3, "/0/1"));
-        assert!(parse_invocation("req-9#1", &events()).is_err());
+        // Ids that do not start with a driver event are the platform's.
+        assert_eq!(parse_invocation("req-9#1", &events()).unwrap(), None);
+        assert_eq!(parse_invocation("batch-1#1/0", &events()).unwrap(), None);
+        assert!(parse_invocation("", &events()).is_err());
         assert!(parse_invocation("req-1", &events()).is_err());
         assert!(parse_invocation("req-1#01", &events()).is_err());
         assert!(parse_invocation("req-1#1/", &events()).is_err());

@@ -7,7 +7,8 @@
 //! must reproduce the run's trace line for line, which proves the run seed replays. Then, each
 //! time restarting from the newest success:
 //!
-//! 1. remove one event (with its faults), first to last;
+//! 1. remove one event (with its faults; faults on invocations the platform made are kept),
+//!    first to last;
 //! 2. remove one fault, first to last;
 //! 3. lower the redeliveries to the smallest value that still fails.
 //!
@@ -120,7 +121,9 @@ impl Shrinker {
                     let removed = best.events[at];
                     let mut schedule = best.clone();
                     schedule.events.remove(at);
-                    schedule.faults.retain(|f| f.event != removed);
+                    // Faults on the platform's invocations stay: they may or may not fire
+                    // without the event, and normalizing to the fired faults tidies up.
+                    schedule.faults.retain(|f| f.event != Some(removed));
                     Candidate {
                         schedule,
                         strict: false,
@@ -283,7 +286,7 @@ mod tests {
         Fault {
             kind,
             invocation: format!("req-{}#1", event + 1),
-            event,
+            event: Some(event),
             effect,
             label: "Service:PAYMENTS charge".into(),
         }
@@ -297,10 +300,10 @@ mod tests {
         let fired: Vec<Fault> = schedule
             .faults
             .iter()
-            .filter(|f| schedule.events.contains(&f.event))
+            .filter(|f| f.event.is_none_or(|e| schedule.events.contains(&e)))
             .cloned()
             .collect();
-        let redelivered = fired.iter().any(|f| f.event == 1);
+        let redelivered = fired.iter().any(|f| f.event == Some(1));
         let used = if redelivered {
             schedule.redeliveries_max.min(1)
         } else {
@@ -352,6 +355,47 @@ mod tests {
         assert_eq!(best.schedule.redeliveries_max, 1);
         assert_eq!(best.message, "1 faults");
         assert_eq!(shrinker.runs(), candidates);
+    }
+
+    #[test]
+    fn dropping_an_event_keeps_faults_on_platform_invocations() {
+        let platform = Fault {
+            kind: FaultKind::Transient,
+            invocation: "batch-1#1".into(),
+            event: None,
+            effect: 0,
+            label: "Queue:JOBS ack".into(),
+        };
+        let original = Schedule {
+            base_seed: 7,
+            events: vec![0, 1],
+            faults: vec![fault(FaultKind::CrashAfter, 0, 0), platform.clone()],
+            redeliveries_max: 1,
+        };
+        let mut shrinker = Shrinker::new(
+            original,
+            Violation {
+                invariant: "i".into(),
+                message: "m".into(),
+            },
+            vec![],
+            10,
+        );
+        shrinker.next_candidate().unwrap();
+        shrinker
+            .report(Outcome {
+                violation: Some(Violation {
+                    invariant: "i".into(),
+                    message: "m".into(),
+                }),
+                faults: vec![fault(FaultKind::CrashAfter, 0, 0), platform.clone()],
+                redeliveries_used: 1,
+                trace: vec![],
+            })
+            .unwrap();
+        let candidate = shrinker.next_candidate().unwrap();
+        assert_eq!(candidate.schedule.events, vec![1]);
+        assert_eq!(candidate.schedule.faults, vec![platform]);
     }
 
     #[test]

@@ -16,21 +16,36 @@ pub enum Decision {
     Proceed = 0,
     CrashBefore = 1,
     CrashAfter = 2,
+    /// The effect does not happen; the call fails with the binding's transient error and the
+    /// invocation lives on.
+    Transient = 3,
 }
 
 impl Decision {
-    /// The alternatives at a decision point, in the order the explorer tries them.
-    pub const ALTERNATIVES: [Decision; 3] = [
+    /// The alternatives at a decision point, in the order the explorer tries them. An effect
+    /// whose binding documents a transient error has all four; any other the first three.
+    pub const ALTERNATIVES: [Decision; 4] = [
         Decision::Proceed,
         Decision::CrashBefore,
         Decision::CrashAfter,
+        Decision::Transient,
     ];
+
+    /// The alternatives at an effect, transient or not.
+    pub fn alternatives(transient: bool) -> &'static [Decision] {
+        if transient {
+            &Self::ALTERNATIVES
+        } else {
+            &Self::ALTERNATIVES[..3]
+        }
+    }
 
     pub fn fault(self) -> Option<FaultKind> {
         match self {
             Decision::Proceed => None,
             Decision::CrashBefore => Some(FaultKind::CrashBefore),
             Decision::CrashAfter => Some(FaultKind::CrashAfter),
+            Decision::Transient => Some(FaultKind::Transient),
         }
     }
 
@@ -38,6 +53,7 @@ impl Decision {
         match kind {
             FaultKind::CrashBefore => Decision::CrashBefore,
             FaultKind::CrashAfter => Decision::CrashAfter,
+            FaultKind::Transient => Decision::Transient,
         }
     }
 }
@@ -58,6 +74,10 @@ pub struct Point<'a> {
     pub effect: u32,
     /// What the effect is, e.g. `Service:PAYMENTS charge` or `D1:DB run`.
     pub label: &'a str,
+    /// Whether the effect's binding documents a transient error the host can raise, which
+    /// adds the transient_error alternative. Not part of the label: a replayed run is compared
+    /// by labels only.
+    pub transient: bool,
     /// The position of this effect among the run's effects, from 1.
     pub ordinal: usize,
     /// How many faults have fired earlier in this run.

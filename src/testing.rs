@@ -1,19 +1,23 @@
 //! A simulated host for tests: it plays the role of the TypeScript host, delivering each event
-//! of a plan, asking for a decision at every effect, applying effects to D1, and asking for a
-//! redelivery when an invocation dies, so that tests drive the whole `Check` state machine.
+//! of a plan and then the platform's work, asking for a decision at every effect, applying
+//! effects to D1, asking for a redelivery when an invocation dies, and evaluating invariants of
+//! its own before ending the run, so that tests drive the whole `Check` state machine.
 
 use crate::check::{Check, RunEnd, RunPlan};
 use crate::config::CheckConfig;
 use crate::error::Result;
+use crate::invariant::Violation;
 use crate::strategy::Decision;
 use crate::verdict::Verdict;
 
 /// An effect of a fake Worker: its label, and SQL to run on a D1 database when it happens
-/// (`$EVENT` in the SQL becomes the event id, `$N` its 1-based index).
+/// (`$EVENT` in the SQL becomes the event id, `$N` its 1-based index). A transient effect can
+/// fail with a transient error, which the fake Worker ignores: it goes on to its next effect.
 #[derive(Debug, Clone)]
 pub struct FakeEffect {
     pub label: String,
     pub sql: Option<(String, String)>,
+    pub transient: bool,
 }
 
 impl FakeEffect {
@@ -21,6 +25,7 @@ impl FakeEffect {
         Self {
             label: label.into(),
             sql: None,
+            transient: false,
         }
     }
 
@@ -28,9 +33,29 @@ impl FakeEffect {
         Self {
             label: label.into(),
             sql: Some((db.into(), sql.into())),
+            transient: false,
+        }
+    }
+
+    pub fn transient(self) -> Self {
+        Self {
+            transient: true,
+            ..self
         }
     }
 }
+
+/// Work the platform makes after the driver's events (a queue batch): its name, the effects of
+/// each delivery, and how often the platform retries it when a delivery dies.
+#[derive(Debug, Clone)]
+pub struct FakeWork {
+    pub name: String,
+    pub effects: Vec<FakeEffect>,
+    pub retries: u32,
+}
+
+/// The host's own invariant: reads the state through the check, answers a violation.
+pub type HostInvariant = fn(&mut Check) -> Option<Violation>;
 
 /// What one run looked like from the host's side.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +71,8 @@ pub struct FakeHost {
     pub effects: Vec<Vec<FakeEffect>>,
     /// How many times the driver's client resends a request that got no answer.
     pub retries: u32,
+    pub platform: Vec<FakeWork>,
+    pub invariant: Option<HostInvariant>,
 }
 
 /// A host loop never needs more runs than this in tests.
@@ -57,7 +84,44 @@ impl FakeHost {
         Self {
             effects: vec![effects.to_vec(); events],
             retries,
+            platform: Vec::new(),
+            invariant: None,
         }
+    }
+
+    /// Plays one invocation's effects; answers whether it died.
+    fn invoke(
+        check: &mut Check,
+        invocation: &str,
+        effects: &[FakeEffect],
+        name: &str,
+        number: u32,
+        decisions: &mut Vec<(String, u32, Decision)>,
+    ) -> Result<bool> {
+        for (index, effect) in effects.iter().enumerate() {
+            let index = index as u32;
+            let decision = check.decide(invocation, index, &effect.label, effect.transient)?;
+            decisions.push((invocation.to_string(), index, decision));
+            match decision {
+                Decision::CrashBefore => return Ok(true),
+                Decision::Transient => continue,
+                Decision::Proceed | Decision::CrashAfter => {}
+            }
+            if let Some((db, sql)) = &effect.sql {
+                // A failing statement throws in the Worker, which answers an error: the
+                // invocation ends, it does not die.
+                let _ = check.d1_run(
+                    db,
+                    &sql.replace("$EVENT", name)
+                        .replace("$N", &number.to_string()),
+                    &[],
+                );
+            }
+            if decision == Decision::CrashAfter {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     pub fn play_run(&self, check: &mut Check, plan: RunPlan) -> Result<PlayedRun> {
@@ -67,37 +131,45 @@ impl FakeHost {
             let mut delivery: u32 = 1;
             loop {
                 let invocation = format!("{name}#{delivery}");
-                let mut died = false;
-                for (index, effect) in self.effects[event as usize].iter().enumerate() {
-                    let index = index as u32;
-                    let decision = check.decide(&invocation, index, &effect.label)?;
-                    decisions.push((invocation.clone(), index, decision));
-                    if decision == Decision::CrashBefore {
-                        died = true;
-                        break;
-                    }
-                    if let Some((db, sql)) = &effect.sql {
-                        // A failing statement throws in the Worker, which answers an error:
-                        // the invocation ends, it does not die.
-                        let _ = check.d1_run(
-                            db,
-                            &sql.replace("$EVENT", &name)
-                                .replace("$N", &(event + 1).to_string()),
-                            &[],
-                        );
-                    }
-                    if decision == Decision::CrashAfter {
-                        died = true;
-                        break;
-                    }
-                }
+                let effects = &self.effects[event as usize];
+                let died = Self::invoke(
+                    check,
+                    &invocation,
+                    effects,
+                    &name,
+                    event + 1,
+                    &mut decisions,
+                )?;
                 if !died || delivery > self.retries || !check.redeliver(event, delivery + 1)? {
                     break;
                 }
                 delivery += 1;
             }
         }
-        let end = check.end_run()?;
+        for (number, work) in self.platform.iter().enumerate() {
+            let mut delivery: u32 = 1;
+            loop {
+                let invocation = format!("{}#{delivery}", work.name);
+                let number = number as u32 + 1;
+                let died = Self::invoke(
+                    check,
+                    &invocation,
+                    &work.effects,
+                    &work.name,
+                    number,
+                    &mut decisions,
+                )?;
+                if !died
+                    || delivery > work.retries
+                    || !check.redeliver_platform(&work.name, delivery + 1)?
+                {
+                    break;
+                }
+                delivery += 1;
+            }
+        }
+        let host_violation = self.invariant.and_then(|invariant| invariant(check));
+        let end = check.end_run(host_violation)?;
         Ok(PlayedRun {
             plan,
             decisions,

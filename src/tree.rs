@@ -51,12 +51,23 @@ impl Tree {
     pub fn branch(&mut self, label: &str, alternatives: u8) -> Result<u8> {
         assert!(alternatives >= 1);
         let chosen = if let Some(recorded) = self.path.get(self.position) {
-            if recorded.label != label || recorded.alternatives != alternatives {
+            // Divergence is judged by labels alone; the same label with a different number of
+            // alternatives is the host contradicting itself about the effect, not the Worker.
+            if recorded.label != label {
                 return Err(Error::nondeterminism(
                     self.position + 1,
                     label,
                     &recorded.label,
                 ));
+            }
+            if recorded.alternatives != alternatives {
+                return Err(Error::new(format!(
+                    "at decision {} the host offered {alternatives} alternatives for {label}, \
+                     but {} in an earlier run; an effect's transient flag must not change \
+                     between runs",
+                    self.position + 1,
+                    recorded.alternatives
+                )));
             }
             recorded.chosen
         } else {

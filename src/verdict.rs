@@ -7,7 +7,7 @@ use crate::schedule::Fault;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FaultReport {
-    /// `crash_before` or `crash_after`.
+    /// `crash_before`, `crash_after` or `transient_error`.
     pub kind: &'static str,
     pub invocation: String,
     pub effect: u32,

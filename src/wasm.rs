@@ -12,6 +12,7 @@ use crate::check::Check;
 use crate::config::CheckConfig;
 use crate::d1::{RawResult, Statement, Value};
 use crate::error::Error;
+use crate::invariant::Violation;
 
 /// The largest integer a JavaScript number holds exactly; integral numbers up to it bind as
 /// SQLite INTEGER, as D1 does.
@@ -39,6 +40,11 @@ impl Engine {
         self.check.d1_open(db).map_err(js)
     }
 
+    #[wasm_bindgen(js_name = d1Exists)]
+    pub fn d1_exists(&self, db: &str) -> bool {
+        self.check.d1_exists(db)
+    }
+
     #[wasm_bindgen(js_name = d1Setup)]
     pub fn d1_setup(&mut self, db: &str, sql: &str) -> Result<(), JsError> {
         self.check.d1_setup(db, sql).map_err(js)
@@ -59,13 +65,28 @@ impl Engine {
         }
     }
 
-    pub fn decide(&mut self, invocation: &str, effect: u32, label: &str) -> Result<u8, JsError> {
-        let decision = self.check.decide(invocation, effect, label).map_err(js)?;
+    /// `transient` may be left out: an effect without a documented transient error.
+    pub fn decide(
+        &mut self,
+        invocation: &str,
+        effect: u32,
+        label: &str,
+        transient: Option<bool>,
+    ) -> Result<u8, JsError> {
+        let decision = self
+            .check
+            .decide(invocation, effect, label, transient.unwrap_or(false))
+            .map_err(js)?;
         Ok(decision as u8)
     }
 
     pub fn redeliver(&mut self, event: u32, delivery: u32) -> Result<bool, JsError> {
         self.check.redeliver(event, delivery).map_err(js)
+    }
+
+    #[wasm_bindgen(js_name = redeliverPlatform)]
+    pub fn redeliver_platform(&mut self, name: &str, delivery: u32) -> Result<bool, JsError> {
+        self.check.redeliver_platform(name, delivery).map_err(js)
     }
 
     /// Fills `buf` from the named random stream; wasm-bindgen copies the bytes back into the
@@ -106,9 +127,20 @@ impl Engine {
         Ok(object.into())
     }
 
+    /// `host_violation` is `undefined`, or the first of the host's own invariants that broke:
+    /// `{ invariant, message }`.
     #[wasm_bindgen(js_name = endRun)]
-    pub fn end_run(&mut self) -> Result<JsValue, JsError> {
-        let end = self.check.end_run().map_err(js)?;
+    pub fn end_run(&mut self, host_violation: JsValue) -> Result<JsValue, JsError> {
+        let host: Option<Violation> = if host_violation.is_undefined() || host_violation.is_null() {
+            None
+        } else {
+            Some(serde_wasm_bindgen::from_value(host_violation).map_err(|e| {
+                JsError::new(&format!(
+                    "endRun takes {{ invariant, message }} strings or undefined: {e}"
+                ))
+            })?)
+        };
+        let end = self.check.end_run(host).map_err(js)?;
         to_js(&end)
     }
 

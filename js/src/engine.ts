@@ -29,7 +29,11 @@ export interface EngineConfig {
   readonly invariants: readonly InvariantSpec[];
 }
 
-/** An invariant the engine evaluates itself over the state at the end of a run. */
+/**
+ * Invariants the engine evaluates itself over the state at the end of a run, in config order;
+ * the first that breaks is the run's violation. Each is validated at `seal()`: its database
+ * exists, its table and columns exist, its query prepares, only reads and takes no parameters.
+ */
 export interface UniqueInvariantSpec {
   readonly kind: "unique";
   readonly name: string;
@@ -38,7 +42,30 @@ export interface UniqueInvariantSpec {
   readonly table: string;
   readonly columns: readonly string[];
 }
-export type InvariantSpec = UniqueInvariantSpec;
+/** Violated when the query returns a row: `1 row from D1:DB breaks it: ("alice", -5)`. */
+export interface QueryInvariantSpec {
+  readonly kind: "query";
+  readonly name: string;
+  readonly db: string;
+  readonly sql: string;
+}
+/**
+ * The query returns one row of one value; every run must leave it as setup left it:
+ * `SELECT SUM(balance) FROM accounts is 3 after the run, but was 10 after setup in D1:DB`.
+ */
+export interface ConservedInvariantSpec {
+  readonly kind: "conserved";
+  readonly name: string;
+  readonly db: string;
+  readonly sql: string;
+}
+export type InvariantSpec = UniqueInvariantSpec | QueryInvariantSpec | ConservedInvariantSpec;
+
+/** A broken invariant, the engine's or the host's own. */
+export interface Violation {
+  readonly invariant: string;
+  readonly message: string;
+}
 
 /** What the engine answers at the start of a run. */
 export interface RunPlan {
@@ -47,8 +74,12 @@ export interface RunPlan {
   readonly phase: "explore" | "shrink" | "replay";
 }
 
-/** What the engine decides at an effect, before the effect happens. */
-export const Decision = { Proceed: 0, CrashBefore: 1, CrashAfter: 2 } as const;
+/**
+ * What the engine decides at an effect, before the effect happens. `Transient` is only answered
+ * for an effect decided with `transient: true`: the effect does not happen, the call fails with
+ * the binding's documented transient error (the host raises it), and the invocation lives on.
+ */
+export const Decision = { Proceed: 0, CrashBefore: 1, CrashAfter: 2, Transient: 3 } as const;
 export type Decision = (typeof Decision)[keyof typeof Decision];
 
 /** One SQLite statement's outcome, before the D1 binding shapes it as Cloudflare does. */
@@ -70,14 +101,15 @@ export interface D1StatementSpec {
 }
 
 export interface FaultReport {
-  readonly kind: "crash_before" | "crash_after";
+  readonly kind: "crash_before" | "crash_after" | "transient_error";
+  /** `req-2#1`, `req-2#1/0`, or an id of the platform's own work: `batch-1#1`, `alarm-2#1/0`. */
   readonly invocation: string;
   readonly effect: number;
   readonly label: string;
 }
 
 export interface RunEnd {
-  readonly violated?: { readonly invariant: string; readonly message: string } | undefined;
+  readonly violated?: Violation | undefined;
 }
 
 export type EngineVerdict =
@@ -96,21 +128,47 @@ export type EngineVerdict =
     }
   | { readonly kind: "held"; readonly runs: number; readonly runSeed: string; readonly trace: string[] };
 
-/** The engine's exported class, as wasm-bindgen generates it. */
+/**
+ * The engine's exported class, as wasm-bindgen generates it.
+ *
+ * The `d1*` calls serve every store the host keeps as SQLite (D1, KV namespaces, Durable Object
+ * storage, queues); database names are opaque to the engine. A database opened before `seal()`
+ * is set up, snapshotted and restored at every run; one opened after `seal()` (during a run)
+ * starts empty and is dropped at the next `nextRun`. Opening an open database does nothing.
+ */
 export interface Engine {
   d1Open(db: string): void;
+  d1Exists(db: string): boolean;
+  /** Before `seal()`, or on a database opened during the current run; not traced. */
   d1Setup(db: string, sql: string): void;
   seal(): void;
   nextRun(elapsedMs: number): RunPlan | undefined;
-  decide(invocation: string, effect: number, label: string): Decision;
+  /**
+   * `invocation` is `<event>#<delivery>(/<effect>)*` for the driver's events, or any other id
+   * for the platform's own work (`batch-1#1`); faults on the latter match by the full id.
+   * `transient`: the effect's binding documents a transient error, which adds `Transient`.
+   */
+  decide(invocation: string, effect: number, label: string, transient?: boolean | null): Decision;
+  /** Whether the client's resend `delivery` (from 2) of driver event `event` happens. */
   redeliver(event: number, delivery: number): boolean;
+  /**
+   * Whether the platform's own retry `delivery` (from 2) of its work `name` (an invocation id
+   * without `#<delivery>`: `batch-1`, `alarm-2`) happens; ask on top of the platform's own
+   * limits (a queue's max_retries). Bounded by `maxRedeliveries` and shrunk like resends.
+   */
+  redeliverPlatform(name: string, delivery: number): boolean;
   fillRandom(stream: string, buf: Uint8Array): void;
   nowMs(): number;
   trace(line: string): void;
   d1Run(db: string, sql: string, params: readonly unknown[]): D1RawResult;
   d1Batch(db: string, statements: readonly D1StatementSpec[]): D1RawResult[];
   d1Exec(db: string, sql: string): { count: number };
-  endRun(): RunEnd;
+  /**
+   * Ends the run. `hostViolation`: the first of the host's own invariants that broke, evaluated
+   * before this call (the run's databases still exist); it is the run's violation when every
+   * engine invariant holds, and the shrinker treats it as one of the engine's.
+   */
+  endRun(hostViolation?: Violation | undefined): RunEnd;
   verdict(): EngineVerdict;
   free(): void;
 }

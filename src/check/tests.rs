@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use super::*;
 use crate::config::InvariantSpec;
 use crate::run::CLOCK_START_MS;
-use crate::testing::{config, FakeEffect, FakeHost};
+use crate::testing::{config, FakeEffect, FakeHost, FakeWork};
 
 fn check(config: CheckConfig) -> Check {
     Check::new(config).unwrap()
@@ -155,6 +155,8 @@ fn checkout(config: CheckConfig) -> (Check, FakeHost) {
     let host = FakeHost {
         effects: vec![vec![idempotent.clone()], vec![naive], vec![idempotent]],
         retries: 3,
+        platform: Vec::new(),
+        invariant: None,
     };
     (check, host)
 }
@@ -295,9 +297,9 @@ fn detects_nondeterminism() {
         } else {
             "KV:CACHE get"
         };
-        match check.decide("req-1#1", 0, label) {
+        match check.decide("req-1#1", 0, label, false) {
             Ok(_) => {
-                check.end_run().unwrap();
+                check.end_run(None).unwrap();
             }
             Err(e) => {
                 outcome = Err(e);
@@ -352,13 +354,13 @@ fn clock_and_random_streams_are_per_run() {
         assert_eq!(check.now_ms(), CLOCK_START_MS);
         let mut bytes = [0u8; 16];
         check.fill_random("req-1#1", &mut bytes);
-        let decision = check.decide("req-1#1", 0, "D1:DB run").unwrap();
+        let decision = check.decide("req-1#1", 0, "D1:DB run", false).unwrap();
         assert_eq!(check.now_ms(), CLOCK_START_MS + 1);
         if decision == Decision::Proceed {
-            check.decide("req-1#1", 1, "D1:DB run").unwrap();
+            check.decide("req-1#1", 1, "D1:DB run", false).unwrap();
             assert_eq!(check.now_ms(), CLOCK_START_MS + 2);
         }
-        check.end_run().unwrap();
+        check.end_run(None).unwrap();
         seen.push(bytes);
     }
     assert!(seen.len() > 1);
@@ -368,13 +370,301 @@ fn clock_and_random_streams_are_per_run() {
 #[test]
 fn misuse_is_reported() {
     let mut check = check(config(1, 1, 1));
-    assert!(check.decide("req-1#1", 0, "a").is_err());
-    assert!(check.end_run().is_err());
+    assert!(check.decide("req-1#1", 0, "a", false).is_err());
+    assert!(check.end_run(None).is_err());
     assert!(check.verdict().is_err());
     check.next_run(0).unwrap().unwrap();
     assert!(check.next_run(0).is_err());
-    assert!(check.decide("req-9#1", 0, "a").is_err());
+    assert!(check.decide("req-1", 0, "a", false).is_err());
+    assert!(check.decide("req-1#0", 0, "a", false).is_err());
+    assert!(check.decide("", 0, "a", false).is_err());
     assert!(check.redeliver(0, 1).is_err());
     assert!(check.redeliver(0, 2).unwrap());
     assert!(!check.redeliver(0, 3).unwrap());
+}
+
+#[test]
+fn transient_effects_have_four_alternatives() {
+    let effects = [
+        FakeEffect::pure("KV:CACHE put").transient(),
+        FakeEffect::pure("Service:PAYMENTS charge"),
+    ];
+    let host = FakeHost::uniform(1, &effects, 0);
+    // One fault: at the put, proceed (then 3 ways at the charge), crash before, crash after,
+    // or transient (the invocation lives on; the charge no longer branches).
+    let (runs, verdict) = host.check(&mut check(config(1, 1, 0))).unwrap();
+    assert_eq!(runs.len(), 6);
+    assert_eq!(verdict, Verdict::Bounded { runs: 6 });
+    // Two faults: after the transient error the charge branches 3 ways too.
+    let (runs, _) = host.check(&mut check(config(1, 2, 0))).unwrap();
+    assert_eq!(runs.len(), 8);
+    let transient = runs
+        .iter()
+        .filter(|r| r.decisions.iter().any(|d| d.2 == Decision::Transient))
+        .count();
+    assert_eq!(transient, 3);
+    // Transient faults count against the fault budget like crashes.
+    assert!(runs.iter().all(|r| r
+        .decisions
+        .iter()
+        .filter(|d| d.2 != Decision::Proceed)
+        .count()
+        <= 2));
+}
+
+/// A Worker that records an order, then sends it on a queue and ignores the send's transient
+/// error: the order is never sent. A crash is harmless, the client's resend sends it.
+fn lost_sends(config: CheckConfig) -> (Check, FakeHost) {
+    let mut config = config;
+    config.invariants = vec![InvariantSpec::Query {
+        name: "every-order-sent".into(),
+        db: "DB".into(),
+        sql: "SELECT id FROM orders WHERE id NOT IN (SELECT id FROM sent) ORDER BY id".into(),
+    }];
+    let mut check = Check::new(config).unwrap();
+    check.d1_open("DB").unwrap();
+    check
+        .d1_setup(
+            "DB",
+            "CREATE TABLE orders (id TEXT PRIMARY KEY); CREATE TABLE sent (id TEXT);",
+        )
+        .unwrap();
+    check.seal().unwrap();
+    let effects = [
+        FakeEffect::sql(
+            "D1:DB run",
+            "DB",
+            "INSERT OR IGNORE INTO orders VALUES ('o-$N')",
+        ),
+        FakeEffect::sql("Queue:JOBS send", "DB", "INSERT INTO sent VALUES ('o-$N')").transient(),
+    ];
+    (check, FakeHost::uniform(2, &effects, 1))
+}
+
+#[test]
+fn transient_faults_are_found_shrunk_and_replayed() {
+    let (mut first, host) = lost_sends(config(2, 1, 1));
+    let (_, verdict) = host.check(&mut first).unwrap();
+    let Verdict::Violated {
+        invariant,
+        message,
+        run_seed,
+        faults,
+        trace,
+        ..
+    } = verdict
+    else {
+        panic!("expected a violation, got {verdict:?}");
+    };
+    assert_eq!(invariant, "every-order-sent");
+    assert_eq!(message, "1 row from D1:DB breaks it: (\"o-2\")");
+    assert_eq!(run_seed, format!("{:016x}:2:T2.1@1:0", fnv1a("checkout")));
+    assert_eq!(faults[0].kind, "transient_error");
+    assert_eq!(
+        trace[2],
+        "req-2#1 effect #1 Queue:JOBS send: transient_error"
+    );
+
+    let mut replay_config = config(2, 1, 1);
+    replay_config.replay = Some(run_seed.clone());
+    let (mut again, host) = lost_sends(replay_config);
+    let (_, replayed) = host.check(&mut again).unwrap();
+    let Verdict::Violated {
+        run_seed: replayed_seed,
+        trace: replayed_trace,
+        ..
+    } = replayed
+    else {
+        panic!("expected the replay to violate, got {replayed:?}");
+    };
+    assert_eq!(replayed_seed, run_seed);
+    assert_eq!(replayed_trace, trace);
+}
+
+/// The checkout miniature with its invariant evaluated by the host instead of the engine.
+fn host_checked_checkout(config: CheckConfig) -> (Check, FakeHost) {
+    let (_, mut host) = checkout(config.clone());
+    // The same databases, without the engine's invariant.
+    let mut check = Check::new(config).unwrap();
+    check.d1_open("payments/DB").unwrap();
+    check
+        .d1_setup(
+            "payments/DB",
+            "CREATE TABLE charges (id INTEGER PRIMARY KEY, order_id TEXT NOT NULL);",
+        )
+        .unwrap();
+    check.seal().unwrap();
+    host.invariant = Some(|check: &mut Check| {
+        let result = check
+            .d1_run(
+                "payments/DB",
+                "SELECT order_id, COUNT(*) FROM charges GROUP BY order_id HAVING COUNT(*) > 1",
+                &[],
+            )
+            .unwrap();
+        result.rows.first().map(|row| Violation {
+            invariant: "host-one-charge".into(),
+            message: format!("{} charged twice", row[0]),
+        })
+    });
+    (check, host)
+}
+
+#[test]
+fn a_host_violation_shrinks_like_an_engine_one() {
+    let (mut check, host) = host_checked_checkout(config(3, 1, 3));
+    let (_, verdict) = host.check(&mut check).unwrap();
+    let Verdict::Violated {
+        invariant,
+        message,
+        run_seed,
+        events_kept,
+        ..
+    } = verdict
+    else {
+        panic!("expected a violation, got {verdict:?}");
+    };
+    assert_eq!(invariant, "host-one-charge");
+    assert_eq!(message, "\"o-2\" charged twice");
+    assert_eq!(events_kept, vec!["req-2"]);
+    assert_eq!(run_seed, format!("{:016x}:2:A2.1@0:1", fnv1a("checkout")));
+}
+
+#[test]
+fn the_engine_invariants_come_before_the_host_ones() {
+    let (mut check, _) = checkout(config(1, 0, 0));
+    check.next_run(0).unwrap().unwrap();
+    check
+        .d1_run(
+            "payments/DB",
+            "INSERT INTO charges (order_id) VALUES ('o-1'), ('o-1')",
+            &[],
+        )
+        .unwrap();
+    let host = Violation {
+        invariant: "host".into(),
+        message: "m".into(),
+    };
+    let end = check.end_run(Some(host.clone())).unwrap();
+    assert_eq!(
+        end.violated.map(|v| v.invariant),
+        Some("one-charge-per-order".to_string())
+    );
+    let (mut check, _) = checkout(config(1, 0, 0));
+    check.next_run(0).unwrap().unwrap();
+    assert_eq!(
+        check.end_run(Some(host.clone())).unwrap().violated,
+        Some(host)
+    );
+}
+
+/// A queue consumer that records a job and then acknowledges it; a death before the ack makes
+/// the platform redeliver the batch, which records the job again.
+fn double_processing(config: CheckConfig) -> (Check, FakeHost) {
+    let mut config = config;
+    config.invariants = vec![InvariantSpec::Unique {
+        name: "each-job-once".into(),
+        db: "DB".into(),
+        table: "processed".into(),
+        columns: vec!["job".into()],
+    }];
+    let mut check = Check::new(config).unwrap();
+    check.d1_open("DB").unwrap();
+    check
+        .d1_setup("DB", "CREATE TABLE processed (job TEXT)")
+        .unwrap();
+    check.seal().unwrap();
+    let mut host = FakeHost::uniform(1, &[FakeEffect::pure("Service:API get")], 0);
+    host.platform = vec![FakeWork {
+        name: "batch-1".into(),
+        effects: vec![
+            FakeEffect::sql("D1:DB run", "DB", "INSERT INTO processed VALUES ('j-1')"),
+            FakeEffect::pure("Queue:JOBS ack"),
+        ],
+        retries: 3,
+    }];
+    (check, host)
+}
+
+#[test]
+fn faults_on_platform_invocations_shrink_and_replay() {
+    let (mut first, host) = double_processing(config(1, 1, 2));
+    let (_, verdict) = host.check(&mut first).unwrap();
+    let Verdict::Violated {
+        run_seed,
+        events_kept,
+        faults,
+        trace,
+        ..
+    } = verdict
+    else {
+        panic!("expected a violation, got {verdict:?}");
+    };
+    // The driver's event is not needed; the fault on the batch stays with the event dropped.
+    assert_eq!(events_kept, Vec::<String>::new());
+    assert_eq!(faults[0].invocation, "batch-1#1");
+    assert_eq!(
+        run_seed,
+        format!("{:016x}:-:B~batch-1#1@1:1", fnv1a("checkout"))
+    );
+    assert!(
+        trace.contains(&"redeliver batch-1#2".to_string()),
+        "{trace:?}"
+    );
+
+    let mut replay_config = config(1, 1, 2);
+    replay_config.replay = Some(run_seed.clone());
+    let (mut again, host) = double_processing(replay_config);
+    let (runs, replayed) = host.check(&mut again).unwrap();
+    assert_eq!(runs.len(), 1);
+    let Verdict::Violated {
+        trace: replayed_trace,
+        ..
+    } = replayed
+    else {
+        panic!("expected the replay to violate, got {replayed:?}");
+    };
+    assert_eq!(replayed_trace, trace);
+}
+
+#[test]
+fn platform_redeliveries_are_bounded() {
+    let mut check = check(config(1, 1, 1));
+    assert!(check.redeliver_platform("batch-1", 2).is_err());
+    check.next_run(0).unwrap().unwrap();
+    assert!(check.redeliver_platform("batch-1", 1).is_err());
+    assert!(check.redeliver_platform("req-1", 2).is_err());
+    assert!(check.redeliver_platform("batch-1#1", 2).is_err());
+    assert!(check.redeliver_platform("batch-1", 2).unwrap());
+    assert!(!check.redeliver_platform("batch-1", 3).unwrap());
+    assert_eq!(
+        check.trace_lines(),
+        [
+            "redeliver batch-1#2",
+            "redeliver batch-1#3: refused, out of redeliveries"
+        ]
+    );
+}
+
+#[test]
+fn databases_opened_in_a_run_end_with_it() {
+    let (mut check, _) = checkout(config(1, 1, 0));
+    assert!(check.d1_exists("payments/DB"));
+    assert!(!check.d1_exists("DO:COUNTER/a"));
+    check.next_run(0).unwrap().unwrap();
+    check.d1_open("DO:COUNTER/a").unwrap();
+    check
+        .d1_exec("DO:COUNTER/a", "CREATE TABLE kv (k, v)")
+        .unwrap();
+    // Opening again keeps it as it is.
+    check.d1_open("DO:COUNTER/a").unwrap();
+    assert!(check.d1_exists("DO:COUNTER/a"));
+    check
+        .d1_run("DO:COUNTER/a", "SELECT * FROM kv", &[])
+        .unwrap();
+    check.decide("req-1#1", 0, "a", false).unwrap();
+    check.end_run(None).unwrap();
+    check.next_run(0).unwrap().unwrap();
+    assert!(!check.d1_exists("DO:COUNTER/a"));
+    assert!(check.d1_exists("payments/DB"));
 }
