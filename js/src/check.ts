@@ -5,12 +5,22 @@
  */
 
 import { readFileSync } from "node:fs";
-import type { Bounds } from "./cloudflare.ts";
-import { httpEvents } from "./drivers/http.ts";
-import { createEngine, type Engine, type EngineConfig, type FaultReport } from "./engine.ts";
+import type { Bounds, Driver, Invariant } from "./cloudflare.ts";
+import { eventsOf } from "./drivers/index.ts";
+import {
+  createEngine,
+  type Engine,
+  type EngineConfig,
+  type FaultReport,
+  type InvariantSpec,
+} from "./engine.ts";
 import { InputError, shown } from "./errors.ts";
 import { loadScenario } from "./load/scenario.ts";
+import { finalState, hostViolation } from "./sim/final-state.ts";
 import { activate, real } from "./sim/globals.ts";
+import { hasHandler } from "./sim/handlers.ts";
+import { KV_SCHEMA } from "./sim/kv.ts";
+import { QUEUE_SCHEMA } from "./sim/queues.ts";
 import { Run } from "./sim/run.ts";
 import { workersModule } from "./sim/workers-module.ts";
 import { buildWorld, type World } from "./sim/world.ts";
@@ -79,7 +89,7 @@ export async function check(scenarioPath: string, options: CheckOptions = {}): P
   }
   const world = await buildWorld(loaded);
   const seed = options.seed ?? scenario.seed ?? scenario.name;
-  const events = httpEvents(scenario.drive, `${world.main.name}.example.workers.dev`);
+  const events = eventsOf(scenario.drive);
 
   const engine = startEngine(options, {
     seed,
@@ -90,24 +100,19 @@ export async function check(scenarioPath: string, options: CheckOptions = {}): P
     runsMax: RUNS_MAX,
     shrinkRunsMax: SHRINK_RUNS_MAX,
     replay: options.replay,
-    invariants: scenario.invariants.map((inv) => ({
-      kind: inv.kind,
-      name: inv.name,
-      db: inv.rows.db,
-      table: inv.rows.table,
-      columns: inv.columns,
-    })),
+    invariants: engineInvariants(scenario.invariants),
   });
   try {
-    setUpDatabases(engine, world);
+    setUpStores(engine, world);
     probeModules(engine, world);
 
     const started = real.monotonicMs();
     for (;;) {
       const plan = engine.nextRun(real.monotonicMs() - started);
       if (!plan) break;
-      await new Run(engine, world, events).execute(plan);
-      engine.endRun();
+      const run = new Run(engine, world, events);
+      await run.execute(plan);
+      engine.endRun(hostViolation(scenario.invariants, finalState(engine, world, run.responses)));
     }
     const header: CheckHeader = {
       scenario: scenario.name,
@@ -146,9 +151,37 @@ function startEngine(options: CheckOptions, config: EngineConfig): Engine {
   }
 }
 
-/** Opens every D1 database, applies the scenario's schemas, and seals the post-setup state. */
-function setUpDatabases(engine: Engine, world: World): void {
+/** The invariants the engine evaluates itself; the host evaluates custom and response ones. */
+function engineInvariants(invariants: readonly Invariant[]): InvariantSpec[] {
+  return invariants.flatMap((inv): InvariantSpec[] => {
+    switch (inv.kind) {
+      case "unique":
+        return [
+          { kind: "unique", name: inv.name, db: inv.rows.db, table: inv.rows.table, columns: inv.columns },
+        ];
+      case "query":
+      case "conserved":
+        return [{ kind: inv.kind, name: inv.name, db: inv.db, sql: inv.sql }];
+      default:
+        return [];
+    }
+  });
+}
+
+/**
+ * Opens every store (D1 databases, KV namespaces, queues), applies the scenario's schemas, and
+ * seals the post-setup state every run starts from.
+ */
+function setUpStores(engine: Engine, world: World): void {
   for (const db of world.databases) engine.d1Open(db);
+  for (const store of world.kvStores) {
+    engine.d1Open(store);
+    engine.d1Setup(store, KV_SCHEMA);
+  }
+  for (const queue of world.queues.values()) {
+    engine.d1Open(queue.store);
+    engine.d1Setup(queue.store, QUEUE_SCHEMA);
+  }
   for (const step of world.scenario.setup ?? []) {
     if (step.kind !== "d1Schema") continue;
     let sql: string;
@@ -189,10 +222,21 @@ function probeModules(engine: Engine, world: World): void {
         const what = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
         throw new InputError(shown(worker.entry), `the Worker threw at import: ${what}`);
       }
-      if (worker === world.main && !hasFetch(exports.default)) {
+      for (const [driver, handler] of [
+        ["http", "fetch"],
+        ["cron", "scheduled"],
+      ] as const) {
+        if (worker === world.main && drives(world, driver) && !hasHandler(exports, handler)) {
+          throw new InputError(
+            worker.entry,
+            `the default export has no ${handler} handler, which the scenario's ${driver} driver calls`,
+          );
+        }
+      }
+      if (worker.config?.queueConsumers.length && !hasHandler(exports, "queue")) {
         throw new InputError(
-          shown(worker.entry),
-          "the default export has no fetch handler, which the scenario's http driver calls",
+          worker.entry,
+          `${shown(worker.config.file)} makes it a queue consumer, but its default export has no queue handler`,
         );
       }
     }
@@ -201,8 +245,7 @@ function probeModules(engine: Engine, world: World): void {
   }
 }
 
-function hasFetch(value: unknown): boolean {
-  if (typeof value === "function")
-    return typeof (value.prototype as { fetch?: unknown })?.fetch === "function";
-  return typeof (value as { fetch?: unknown } | undefined)?.fetch === "function";
+function drives(world: World, kind: Driver["kind"]): boolean {
+  const drive = world.scenario.drive;
+  return (Array.isArray(drive) ? drive : [drive as Driver]).some((d) => d.kind === kind);
 }

@@ -51,7 +51,25 @@ export interface D1SchemaStep {
   readonly file: string;
 }
 
-export type SetupStep = CalleeStep | ServiceStep | D1SchemaStep;
+/**
+ * Scripted answers for the Workers' outbound `fetch`: URL prefix → handler. A fetch no handler
+ * answers stops the check: the simulation never reaches the network.
+ */
+export type OutboundHandlers = Readonly<Record<string, (request: Request) => Response | Promise<Response>>>;
+
+export interface OutboundStep {
+  readonly kind: "outbound";
+  readonly handlers: OutboundHandlers;
+}
+
+/** Secrets, added to a Worker's env like vars (the Worker under check unless `worker` names one). */
+export interface SecretsStep {
+  readonly kind: "secrets";
+  readonly values: Readonly<Record<string, string>>;
+  readonly worker?: string;
+}
+
+export type SetupStep = CalleeStep | ServiceStep | D1SchemaStep | OutboundStep | SecretsStep;
 
 /** The rows of a D1 table at the end of a run. */
 export interface D1RowsSource {
@@ -68,7 +86,58 @@ export interface UniqueInvariant {
   readonly columns: readonly string[];
 }
 
-export type Invariant = UniqueInvariant;
+/** No row may come back from `sql` over D1 binding `db`; each row that does is a violation. */
+export interface QueryInvariant {
+  readonly kind: "query";
+  readonly name: string;
+  readonly db: string;
+  readonly sql: string;
+}
+
+/** `sql` returns one value that must be the same at the end of every run as after setup. */
+export interface ConservedInvariant {
+  readonly kind: "conserved";
+  readonly name: string;
+  readonly db: string;
+  readonly sql: string;
+}
+
+/** The final state a custom invariant reads. */
+export interface FinalState {
+  /** Rows of a query over a D1 binding (`DB`, `payments/DB`). */
+  d1(db: string, sql: string, ...params: unknown[]): Record<string, unknown>[];
+  /** A KV namespace's value for `key` as text, or null (`CACHE`, `payments/CACHE`). */
+  kv(binding: string, key: string): string | null;
+  /** A KV namespace's keys, sorted. */
+  kvKeys(binding: string): string[];
+  /** Rows of a query over the SQLite storage of the Durable Object `binding` names by `name`. */
+  durableObject(binding: string, name: string, sql: string, ...params: unknown[]): Record<string, unknown>[];
+  /** Messages still waiting in a queue (bodies), and those dead-lettered. */
+  queue(name: string): unknown[];
+  /** What every client got: one entry per delivery (status 0 when it got no answer). */
+  readonly responses: readonly { event: string; delivery: number; status: number; body: string }[];
+}
+
+/** A custom invariant: returns true when it holds, or a message saying what is wrong. */
+export interface CustomInvariant {
+  readonly kind: "custom";
+  readonly name: string;
+  readonly check: (state: FinalState) => true | string;
+}
+
+/** Every request of the http driver ends with an answer of status `status` (a class like "2xx" or a code). */
+export interface AnsweredInvariant {
+  readonly kind: "answered";
+  readonly name: string;
+  readonly status: string;
+}
+
+export type Invariant =
+  | UniqueInvariant
+  | QueryInvariant
+  | ConservedInvariant
+  | CustomInvariant
+  | AnsweredInvariant;
 
 export interface HttpRequestSpec {
   readonly path: string;
@@ -86,7 +155,21 @@ export interface HttpDriver {
   readonly retries: number;
 }
 
-export type Driver = HttpDriver;
+/** Messages a producer outside the scenario sends to a queue; message `i` is event `msg-i`. */
+export interface QueueDriver {
+  readonly kind: "queue";
+  readonly queue: string;
+  readonly messages: readonly unknown[];
+}
+
+/** Cron ticks delivered to the Worker's `scheduled` handler; tick `i` is event `cron-i`. */
+export interface CronDriver {
+  readonly kind: "cron";
+  readonly cron: string;
+  readonly times: number;
+}
+
+export type Driver = HttpDriver | QueueDriver | CronDriver;
 
 export interface Scenario {
   readonly name: string;
@@ -94,7 +177,8 @@ export interface Scenario {
   readonly seed?: string;
   readonly worker: WorkerSpec;
   readonly setup?: readonly SetupStep[];
-  readonly drive: Driver;
+  /** One driver, or several whose events are delivered in the order given. */
+  readonly drive: Driver | readonly Driver[];
   readonly invariants: readonly Invariant[];
   readonly bounds?: Bounds;
 }
@@ -132,6 +216,49 @@ export function d1Rows(db: string, table: string): D1RowsSource {
 /** A client that sends each request in order and resends one that got no answer. */
 export function http(requests: readonly HttpRequestSpec[], options: { retries?: number } = {}): HttpDriver {
   return { kind: "http", requests, retries: options.retries ?? 0 };
+}
+
+/** Answers outbound `fetch` calls whose URL starts with a key of `handlers`. */
+export function outbound(handlers: OutboundHandlers): OutboundStep {
+  return { kind: "outbound", handlers };
+}
+
+/** Adds secrets to the env of the Worker under check, or of the callee named `options.worker`. */
+export function secrets(
+  values: Readonly<Record<string, string>>,
+  options: { worker?: string } = {},
+): SecretsStep {
+  return { kind: "secrets", values, ...(options.worker === undefined ? {} : { worker: options.worker }) };
+}
+
+/** A producer that sends `messages` to queue `queue`, one event each. */
+export function queue(name: string, messages: readonly unknown[]): QueueDriver {
+  return { kind: "queue", queue: name, messages };
+}
+
+/** `times` ticks of cron trigger `cron`, each delivered to the Worker's `scheduled` handler. */
+export function cron(expression: string, options: { times?: number } = {}): CronDriver {
+  return { kind: "cron", cron: expression, times: options.times ?? 1 };
+}
+
+/** Invariant `name`: `sql` over D1 binding `db` returns no rows. */
+export function query(name: string, db: string, sql: string): QueryInvariant {
+  return { kind: "query", name, db, sql };
+}
+
+/** Invariant `name`: the one value `sql` returns over D1 binding `db` never changes. */
+export function conserved(name: string, db: string, sql: string): ConservedInvariant {
+  return { kind: "conserved", name, db, sql };
+}
+
+/** Invariant `name`: a predicate over the final state; true, or a message saying what broke. */
+export function invariant(name: string, check: (state: FinalState) => true | string): CustomInvariant {
+  return { kind: "custom", name, check };
+}
+
+/** Invariant `name`: every http request is eventually answered with `status` ("2xx" by default). */
+export function answered(name: string, options: { status?: string } = {}): AnsweredInvariant {
+  return { kind: "answered", name, status: options.status ?? "2xx" };
 }
 
 /** Invariant `name`: no two rows share the values of `columns`. */

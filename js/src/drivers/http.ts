@@ -5,21 +5,53 @@
  */
 
 import type { HttpDriver, HttpRequestSpec } from "../cloudflare.ts";
+import type { RunContext } from "../sim/context.ts";
+import { callHandler } from "../sim/handlers.ts";
+import type { SimEvent } from "./event.ts";
 
-export interface HttpEvent {
-  readonly id: string;
-  /** How many times the client resends this request after no answer. */
-  readonly retries: number;
-  /** A fresh Request for one delivery: a resend carries the same method, headers and body. */
-  request(): Request;
+export function httpEvents(driver: HttpDriver, first: number): SimEvent[] {
+  return driver.requests.map((spec, i) => {
+    const id = `req-${first + i}`;
+    return { id, deliver: (run, index) => deliverRequest(run, index, id, spec, driver.retries) };
+  });
 }
 
-export function httpEvents(driver: HttpDriver, host: string): HttpEvent[] {
-  return driver.requests.map((spec, i) => ({
-    id: `req-${i + 1}`,
-    retries: driver.retries,
-    request: () => toRequest(spec, host),
-  }));
+async function deliverRequest(
+  run: RunContext,
+  index: number,
+  id: string,
+  spec: HttpRequestSpec,
+  retries: number,
+): Promise<void> {
+  const main = run.world.main;
+  for (let delivery = 1; ; delivery++) {
+    const invocation = `${id}#${delivery}`;
+    const request = toRequest(spec, `${main.name}.example.workers.dev`);
+    const outcome = await run.deliver(invocation, {
+      worker: main,
+      // The body is read inside the invocation, so a body the Worker streams is part of it.
+      body: async (ctx, env) => {
+        const response = await callHandler(run, main, undefined, "fetch", request, env, ctx);
+        if (!(response instanceof Response)) {
+          throw new TypeError("Incorrect type for Promise: the Promise did not resolve to 'Response'.");
+        }
+        return { status: response.status, body: await response.text() };
+      },
+    });
+    if (outcome.kind === "returned") {
+      const { status, body } = outcome.value as { status: number; body: string };
+      run.trace(`${invocation} answered ${status} ${body}`);
+      run.respond({ event: id, delivery, status, body });
+      return;
+    }
+    if (outcome.kind === "threw") {
+      // The runtime answers an uncaught exception with a 500; the client has its answer.
+      run.respond({ event: id, delivery, status: 500, body: "" });
+      return;
+    }
+    run.respond({ event: id, delivery, status: 0, body: "" });
+    if (delivery > retries || !run.engine.redeliver(index, delivery + 1)) return;
+  }
 }
 
 function toRequest(spec: HttpRequestSpec, host: string): Request {

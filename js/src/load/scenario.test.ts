@@ -188,7 +188,7 @@ describe("loadScenario", () => {
     [
       "a setup step of unknown kind",
       (s) => (s.setup[0].kind = "queue"),
-      'setup[0]: unknown kind "queue" (expected callee, service or d1Schema)',
+      'setup[0]: unknown kind "queue" (expected callee, service, d1Schema, outbound or secrets)',
     ],
     ["a d1Schema without file", (s) => delete s.setup[1].file, "setup[1]: d1Schema needs a file"],
     ["a d1Schema without db", (s) => (s.setup[1].db = 1), "setup[1].db must be a non-empty string"],
@@ -209,7 +209,11 @@ describe("loadScenario", () => {
       "setup[0].handlers.charge must be a function",
     ],
     ["no drive", (s) => delete s.drive, "the scenario needs a drive"],
-    ["a drive of unknown kind", (s) => (s.drive.kind = "ws"), 'drive: unknown kind "ws" (expected http)'],
+    [
+      "a drive of unknown kind",
+      (s) => (s.drive.kind = "ws"),
+      'drive: unknown kind "ws" (expected http, queue or cron)',
+    ],
     ["no requests", (s) => (s.drive.requests = []), "drive.requests must not be empty"],
     [
       "a request that is not an object",
@@ -237,7 +241,7 @@ describe("loadScenario", () => {
     [
       "an invariant of unknown kind",
       (s) => (s.invariants[0].kind = "sum"),
-      'invariants[0]: unknown kind "sum" (expected unique)',
+      'invariants[0]: unknown kind "sum" (expected unique, query, conserved, custom or answered)',
     ],
     ["an invariant without name", (s) => delete s.invariants[0].name, "invariants[0] needs a name"],
     [

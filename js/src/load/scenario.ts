@@ -12,10 +12,12 @@ import { build, type Plugin } from "esbuild";
 import type {
   Bounds,
   CalleeStep,
+  CustomInvariant,
   D1SchemaStep,
   Driver,
   HttpRequestSpec,
   Invariant,
+  OutboundHandlers,
   Scenario,
   ServiceHandlers,
   ServiceStep,
@@ -238,7 +240,7 @@ function readScenario(scenario: Fields, dir: string): Scenario {
   const seed = scenario.optionalString("seed");
   const worker = readWorker(scenario.object("worker"), dir);
   const setup = scenario.fields.setup === undefined ? undefined : readSetup(scenario, dir);
-  const drive = readDriver(scenario.object("drive"));
+  const drive = readDrive(scenario);
   const invariants = readInvariants(scenario);
   const bounds = scenario.fields.bounds === undefined ? undefined : readBounds(scenario.object("bounds"));
   return {
@@ -270,11 +272,28 @@ function readSetup(scenario: Fields, dir: string): SetupStep[] {
     const step = new Fields(
       item.fields,
       item.at,
-      `${item.at}: ${item.kind("callee", "service", "d1Schema")}`,
+      `${item.at}: ${item.kind("callee", "service", "d1Schema", "outbound", "secrets")}`,
     );
     if (step.fields.kind === "d1Schema") {
       step.only("kind", "db", "file");
       return { kind: "d1Schema", db: step.string("db"), file: step.file("file", dir) } satisfies D1SchemaStep;
+    }
+    if (step.fields.kind === "outbound") {
+      step.only("kind", "handlers");
+      return { kind: "outbound", handlers: readHandlers(step.object("handlers")) as OutboundHandlers };
+    }
+    if (step.fields.kind === "secrets") {
+      step.only("kind", "values", "worker");
+      const values = step.object("values");
+      for (const [key, value] of Object.entries(values.fields)) {
+        if (typeof value !== "string") invalid(`${values.path(key)} must be a string`);
+      }
+      const worker = step.optionalString("worker");
+      return {
+        kind: "secrets",
+        values: values.fields as Record<string, string>,
+        ...(worker !== undefined ? { worker } : {}),
+      };
     }
     const binding = step.string("binding");
     const earlier = boundAt.get(binding);
@@ -302,8 +321,26 @@ function readHandlers(handlers: Fields): ServiceHandlers {
   return handlers.fields as ServiceHandlers;
 }
 
+/** One driver, or an array of drivers whose events are delivered in order. */
+function readDrive(scenario: Fields): Driver | Driver[] {
+  if (!Array.isArray(scenario.fields.drive)) return readDriver(scenario.object("drive"));
+  const drivers = scenario.objects("drive").map(readDriver);
+  if (drivers.length === 0) invalid(`${scenario.path("drive")} must not be empty`);
+  return drivers;
+}
+
 function readDriver(drive: Fields): Driver {
-  drive.kind("http");
+  const kind = drive.kind("http", "queue", "cron");
+  if (kind === "queue") {
+    drive.only("kind", "queue", "messages");
+    const messages = drive.array("messages");
+    if (messages.length === 0) invalid(`${drive.path("messages")} must not be empty`);
+    return { kind: "queue", queue: drive.string("queue"), messages };
+  }
+  if (kind === "cron") {
+    drive.only("kind", "cron", "times");
+    return { kind: "cron", cron: drive.string("cron"), times: drive.integer("times", 1) };
+  }
   drive.only("kind", "requests", "retries");
   const requests = drive.objects("requests").map(readRequest);
   if (requests.length === 0) invalid(`${drive.path("requests")} must not be empty`);
@@ -335,12 +372,29 @@ function readInvariants(scenario: Fields): Invariant[] {
   // Reports name a violated invariant, so a name must say which one.
   const namedAt = new Map<string, string>();
   return scenario.objects("invariants").map((invariant): Invariant => {
-    invariant.kind("unique");
-    invariant.only("kind", "name", "rows", "columns");
+    const kind = invariant.kind("unique", "query", "conserved", "custom", "answered");
     const name = invariant.string("name");
     const earlier = namedAt.get(name);
     if (earlier) invalid(`${invariant.at}: the name ${name} is taken by ${earlier}`);
     namedAt.set(name, invariant.at);
+    if (kind === "query" || kind === "conserved") {
+      invariant.only("kind", "name", "db", "sql");
+      return { kind, name, db: invariant.string("db"), sql: invariant.string("sql") };
+    }
+    if (kind === "custom") {
+      invariant.only("kind", "name", "check");
+      const check = invariant.required("check");
+      if (typeof check !== "function") invalid(`${invariant.path("check")} must be a function`);
+      return { kind, name, check: check as CustomInvariant["check"] };
+    }
+    if (kind === "answered") {
+      invariant.only("kind", "name", "status");
+      const status = invariant.string("status");
+      if (!/^([1-5]xx|[1-5]\d\d)$/.test(status))
+        invalid(`${invariant.path("status")} must be a status like "2xx" or "201"`);
+      return { kind, name, status };
+    }
+    invariant.only("kind", "name", "rows", "columns");
     const rows = invariant.object("rows");
     rows.kind("d1Rows");
     rows.only("kind", "db", "table");

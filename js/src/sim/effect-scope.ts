@@ -10,5 +10,15 @@ export interface EffectScope {
    * Runs `perform` as the invocation's next effect; `label` names it in reports. `perform`
    * gets the effect's index in the invocation (a callee it hosts is named after it).
    */
-  effect<T>(label: string, perform: (effect: number) => T | Promise<T>): Promise<T>;
+  effect<T>(label: string, perform: (effect: number) => T | Promise<T>, options?: EffectOptions): Promise<T>;
+}
+
+export interface EffectOptions {
+  /**
+   * What the call does instead when it misbehaves as Cloudflare documents it may: D1 rejects
+   * with "Network connection lost.", KV reads a stale value, a Durable Object resets. When
+   * given, the engine may choose it as a fault (a `transient` decision): `perform` does not
+   * run and the call settles with what this returns or throws; the invocation lives on.
+   */
+  readonly transient?: (effect: number) => unknown;
 }

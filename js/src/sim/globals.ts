@@ -14,6 +14,8 @@ export interface DeterminismSource {
   fillRandom(buf: Uint8Array): void;
   /** The run's virtual clock, in milliseconds since the epoch. */
   nowMs(): number;
+  /** Outbound `fetch` from Worker code; absent outside a run. */
+  fetch?(input: unknown, init: unknown): Promise<Response>;
 }
 
 const RealDate = globalThis.Date;
@@ -23,6 +25,7 @@ const realMathRandom = Math.random.bind(Math);
 const realRandomUUID = crypto.randomUUID.bind(crypto);
 const realGetRandomValues = crypto.getRandomValues.bind(crypto);
 const realSetImmediate = globalThis.setImmediate;
+const realFetch = globalThis.fetch;
 
 /** The host's own clock and macrotask turn, untouched by the wrappers. */
 export const real = {
@@ -100,6 +103,12 @@ function install(): void {
     }
   };
   globalThis.Date = SimDate as DateConstructor;
+
+  // Worker code's outbound fetch is an effect the scenario answers; it never reaches the network.
+  globalThis.fetch = ((input: unknown, init: unknown) =>
+    source?.fetch
+      ? source.fetch(input, init)
+      : realFetch(input as string, init as RequestInit)) as typeof fetch;
 
   performance.now = () => (source ? source.nowMs() - originMs : realPerformanceNow());
 }

@@ -6,7 +6,7 @@
  */
 
 import { SimulationError } from "../errors.ts";
-import type { EffectScope } from "./effect-scope.ts";
+import type { EffectOptions, EffectScope } from "./effect-scope.ts";
 
 /** A limit on the effects of one invocation, so a Worker looping over a binding ends. */
 export const EFFECTS_PER_INVOCATION_MAX = 10_000;
@@ -17,6 +17,7 @@ export interface ParkedEffect {
   readonly index: number;
   readonly label: string;
   readonly perform: (effect: number) => unknown;
+  readonly transient: ((effect: number) => unknown) | undefined;
   readonly resolve: (value: unknown) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -60,7 +61,11 @@ export class Invocation implements EffectScope {
     return this.state !== "running" && this.state !== "dead" && this.waitingUntil === 0 && this.pending === 0;
   }
 
-  effect<T>(label: string, perform: (effect: number) => T | Promise<T>): Promise<T> {
+  effect<T>(
+    label: string,
+    perform: (effect: number) => T | Promise<T>,
+    options: EffectOptions = {},
+  ): Promise<T> {
     if (!this.live) return new Promise<T>(() => {});
     const index = this.effects++;
     if (this.effects > EFFECTS_PER_INVOCATION_MAX) {
@@ -75,6 +80,7 @@ export class Invocation implements EffectScope {
         index,
         label,
         perform,
+        transient: options.transient,
         resolve: resolve as (value: unknown) => void,
         reject,
       });

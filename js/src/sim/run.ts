@@ -8,38 +8,50 @@
  * finished; a macrotask turn drains the microtasks that Worker code runs on, so after a turn
  * an invocation that is neither parked nor finished is waiting on something outside the
  * simulation, which is an error naming it rather than a hang.
+ *
+ * After each event, the platform's own work (queue batches, alarms) runs, in the order it was
+ * queued, until none is left.
  */
 
-import type { HttpEvent } from "../drivers/http.ts";
+import type { SimEvent } from "../drivers/event.ts";
 import { Decision, type Engine, type RunPlan } from "../engine.ts";
-import { SimulationError } from "../errors.ts";
-import { createD1Database } from "./d1.ts";
+import { InputError, SimulationError } from "../errors.ts";
+import type {
+  ClientResponse,
+  Exports,
+  InvocationCall,
+  Outcome,
+  PlatformWork,
+  RunContext,
+} from "./context.ts";
 import type { EffectScope } from "./effect-scope.ts";
+import { buildEnv } from "./env.ts";
 import { activate, type DeterminismSource, real } from "./globals.ts";
 import { type EffectSink, Invocation, type ParkedEffect } from "./invocation.ts";
-import { createServiceBinding, lostConnection, rethrownOverRpc, type ServiceCalls } from "./service.ts";
-import { type ExecutionContextLike, isEntrypointClass, workersModule } from "./workers-module.ts";
-import type { ServiceTarget, SimWorker, World } from "./world.ts";
+import { outboundFetch } from "./outbound.ts";
+import { lostConnection, rethrownOverRpc } from "./service.ts";
+import { type ExecutionContextLike, workersModule } from "./workers-module.ts";
+import type { SimWorker, World } from "./world.ts";
 
 /** Macrotask turns an invocation gets to reach an effect or finish before it counts as stuck. */
 const QUIESCENCE_TURNS_MAX = 64;
 /** Invocations one run may start, callees included. */
 const INVOCATIONS_PER_RUN_MAX = 10_000;
+/** Pieces of platform work (queue batches, alarms) one run may do. */
+const PLATFORM_WORK_PER_RUN_MAX = 1_000;
 
-type Exports = Record<string, unknown>;
-type FetchHandler = (
-  request: Request,
-  env: Record<string, unknown>,
-  ctx: ExecutionContextLike,
-) => Promise<Response>;
-
-export class Run implements EffectSink, DeterminismSource {
+export class Run implements RunContext, EffectSink, DeterminismSource {
+  readonly responses: ClientResponse[] = [];
   private readonly parked: ParkedEffect[] = [];
   private readonly live = new Set<Invocation>();
   private readonly exports = new Map<SimWorker, Exports>();
-  private current: Invocation | undefined;
+  private readonly pending: PlatformWork[] = [];
+  private readonly platformCounts = new Map<string, number>();
+  private readonly memos = new Map<string, unknown>();
+  private running: Invocation | undefined;
   private stream = "init";
   private invocations = 0;
+  private platformWork = 0;
   /**
    * The engine's virtual clock, read after every decision (the only time it moves). Reading a
    * copy matters: SQLite inside the engine asks `Date.now()` for CURRENT_TIMESTAMP while the
@@ -47,14 +59,18 @@ export class Run implements EffectSink, DeterminismSource {
    */
   private clockMs: number;
   /** A failure of the simulation itself, raised where Worker code could have caught it. */
-  private failure: SimulationError | undefined;
+  private failure: Error | undefined;
 
   constructor(
-    private readonly engine: Engine,
-    private readonly world: World,
-    private readonly events: readonly HttpEvent[],
+    readonly engine: Engine,
+    readonly world: World,
+    private readonly events: readonly SimEvent[],
   ) {
     this.clockMs = engine.nowMs();
+  }
+
+  get current(): Invocation | undefined {
+    return this.running;
   }
 
   fillRandom(buf: Uint8Array): void {
@@ -65,15 +81,52 @@ export class Run implements EffectSink, DeterminismSource {
     return this.clockMs;
   }
 
+  fetch(input: unknown, init: unknown): Promise<Response> {
+    return outboundFetch(this, input, init);
+  }
+
   park(effect: ParkedEffect): void {
     this.parked.push(effect);
+  }
+
+  exportsOf(worker: SimWorker): Exports {
+    const exports = this.exports.get(worker);
+    if (!exports) throw new Error(`Worker ${worker.name} is not loaded in this run`);
+    return exports;
+  }
+
+  later(work: PlatformWork): void {
+    this.pending.push(work);
+  }
+
+  memo<T>(key: string, create: () => T): T {
+    if (!this.memos.has(key)) this.memos.set(key, create());
+    return this.memos.get(key) as T;
+  }
+
+  respond(response: ClientResponse): void {
+    this.responses.push(response);
+  }
+
+  trace(line: string): void {
+    this.engine.trace(line);
+  }
+
+  /** A failure that must end the check, raised by a binding where the Worker could catch it. */
+  fail(error: Error): void {
+    this.failure ??= error;
   }
 
   async execute(plan: RunPlan): Promise<void> {
     const deactivate = activate(this);
     try {
       for (const worker of this.world.workers) this.instantiate(worker);
-      for (const event of plan.events) await this.deliverEvent(event);
+      for (const index of plan.events) {
+        const event = this.events[index];
+        if (!event) throw new Error(`the engine planned event ${index}, which the drivers do not have`);
+        await event.deliver(this, index);
+        await this.drainPlatformWork();
+      }
     } finally {
       deactivate();
     }
@@ -82,48 +135,69 @@ export class Run implements EffectSink, DeterminismSource {
   /** Evaluates a Worker's module anew, so no module state survives from an earlier run. */
   private instantiate(worker: SimWorker): void {
     this.resume(undefined, `init:${worker.name}`);
-    const moduleEnv = this.envFor(worker, this.ambientScope(worker));
-    const exports = worker.module.instantiate({ "cloudflare:workers": workersModule(() => moduleEnv) });
-    this.exports.set(worker, exports);
+    const moduleEnv = buildEnv(this, worker, this.ambientScope());
+    this.exports.set(
+      worker,
+      worker.module.instantiate({ "cloudflare:workers": workersModule(() => moduleEnv) }),
+    );
   }
 
-  private async deliverEvent(index: number): Promise<void> {
-    const event = this.events[index];
-    if (!event) throw new Error(`the engine planned event ${index}, which the driver does not have`);
-    for (let delivery = 1; ; delivery++) {
-      const invocation = this.spawn(`${event.id}#${delivery}`, this.world.main, undefined);
-      this.engine.trace(`deliver ${invocation.id}`);
-      const request = event.request();
-      const main = this.world.main;
-      const response = this.handle(invocation, main, (ctx, env) =>
-        this.fetchHandler(main, undefined)(request, env, ctx),
-      );
-      response.then(
-        async (value) => {
-          if (!invocation.live) return;
-          const body = value instanceof Response ? await value.text() : undefined;
-          if (!invocation.live) return;
-          if (body === undefined) {
-            invocation.state = "threw";
-            this.engine.trace(`${invocation.id} threw TypeError: the handler did not return a Response`);
-          } else {
-            invocation.state = "answered";
-            this.engine.trace(`${invocation.id} answered ${(value as Response).status} ${body}`);
-          }
-        },
-        (error) => this.threw(invocation, error),
-      );
-      await this.drive();
-      // An answer, even a 500 from an exception, ends the client's attempts; only silence is resent.
-      if (invocation.live) return;
-      if (delivery > event.retries || !this.engine.redeliver(index, delivery + 1)) return;
+  private async drainPlatformWork(): Promise<void> {
+    for (let work = this.pending.shift(); work; work = this.pending.shift()) {
+      if (++this.platformWork > PLATFORM_WORK_PER_RUN_MAX) {
+        throw new SimulationError(
+          `a run did more than ${PLATFORM_WORK_PER_RUN_MAX} pieces of platform work (queue batches, alarms); eutaxy stops it there`,
+        );
+      }
+      const n = (this.platformCounts.get(work.kind) ?? 0) + 1;
+      this.platformCounts.set(work.kind, n);
+      await work.run(this, `${work.kind}-${n}`);
     }
   }
 
+  async deliver(id: string, call: InvocationCall): Promise<Outcome> {
+    const invocation = this.spawn(id, call.worker, undefined);
+    this.trace(`deliver ${id}`);
+    let outcome: Outcome = { kind: "died" };
+    this.handle(invocation, call).then(
+      (value) => {
+        if (!invocation.live) return;
+        invocation.state = "answered";
+        outcome = { kind: "returned", value };
+      },
+      (error) => {
+        if (!invocation.live) return;
+        this.threw(invocation, error);
+        outcome = { kind: "threw", error };
+      },
+    );
+    await this.drive();
+    return invocation.live ? outcome : { kind: "died" };
+  }
+
+  host(caller: Invocation, effect: number, call: InvocationCall): Promise<unknown> {
+    const callee = this.spawn(`${caller.id}/${effect}`, call.worker, caller);
+    return new Promise((resolve, reject) => {
+      callee.whenDead(() => reject(lostConnection()));
+      this.handle(callee, call).then(
+        (value) => {
+          if (!callee.live) return;
+          callee.state = "answered";
+          this.trace(`${callee.id} returned ${summarize(value)}`);
+          resolve(value);
+        },
+        (error) => {
+          if (!callee.live) return;
+          this.threw(callee, error);
+          reject(rethrownOverRpc(error));
+        },
+      );
+    });
+  }
+
   private threw(invocation: Invocation, error: unknown): void {
-    if (!invocation.live) return;
     invocation.state = "threw";
-    this.engine.trace(`${invocation.id} threw ${describe(error)}`);
+    this.trace(`${invocation.id} threw ${describe(error)}`);
   }
 
   private spawn(id: string, worker: SimWorker, parent: Invocation | undefined): Invocation {
@@ -139,62 +213,24 @@ export class Run implements EffectSink, DeterminismSource {
   }
 
   /** Runs a handler as `invocation`: its env and ctx, its random stream. */
-  private handle(
-    invocation: Invocation,
-    worker: SimWorker,
-    body: (ctx: ExecutionContextLike, env: Record<string, unknown>) => unknown,
-    props: Readonly<Record<string, unknown>> = {},
-  ): Promise<unknown> {
-    const ctx = {
+  private handle(invocation: Invocation, call: InvocationCall): Promise<unknown> {
+    const ctx: ExecutionContextLike = {
       waitUntil: (promise: Promise<unknown>) => invocation.waitUntil(promise),
       passThroughOnException: () => {},
-      props,
-    } as ExecutionContextLike;
-    const env = this.envFor(worker, invocation);
+      props: call.props ?? {},
+    };
+    const env = buildEnv(this, call.worker, invocation);
     this.resume(invocation);
     try {
-      return Promise.resolve(body(ctx, env));
+      return Promise.resolve(call.body(ctx, env, invocation));
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
   private resume(invocation: Invocation | undefined, stream?: string): void {
-    this.current = invocation;
+    this.running = invocation;
     this.stream = invocation?.id ?? stream ?? "init";
-  }
-
-  /** The fetch handler of a Worker's default export, or of the named entrypoint. */
-  private fetchHandler(
-    worker: SimWorker,
-    entrypoint: string | undefined,
-  ): (request: Request, env: Record<string, unknown>, ctx: ExecutionContextLike) => Promise<Response> {
-    const target = this.exports.get(worker)?.[entrypoint ?? "default"];
-    return async (request, env, ctx) => {
-      if (isEntrypointClass(target)) {
-        const instance = new target(ctx, env) as { fetch?: (r: Request) => Promise<Response> };
-        if (typeof instance.fetch !== "function")
-          throw new TypeError(`Worker ${worker.name} has no fetch handler`);
-        return instance.fetch(request);
-      }
-      const handler = target as { fetch?: FetchHandler } | undefined;
-      if (typeof handler?.fetch !== "function")
-        throw new TypeError(`Worker ${worker.name} has no fetch handler`);
-      return handler.fetch(request, env, ctx);
-    };
-  }
-
-  private envFor(worker: SimWorker, scope: EffectScope): Record<string, unknown> {
-    const env: Record<string, unknown> = { ...worker.vars };
-    for (const [binding, db] of worker.d1) env[binding] = createD1Database(db, scope, this.engine);
-    for (const [binding, target] of worker.services) {
-      env[binding] = createServiceBinding(
-        `${worker.prefix}${binding}`,
-        scope,
-        this.serviceCalls(scope, target),
-      );
-    }
-    return env;
   }
 
   /**
@@ -202,101 +238,22 @@ export class Run implements EffectSink, DeterminismSource {
    * invocation that is running; at import time there is none, and I/O is refused as it is in
    * production.
    */
-  private ambientScope(worker: SimWorker): EffectScope {
+  private ambientScope(): EffectScope {
     const run = this;
     return {
       get invocation() {
-        return run.current?.id ?? `init:${worker.name}`;
+        return run.running?.id ?? "init";
       },
       effect(label, perform) {
-        if (!run.current) {
+        if (!run.running) {
           return Promise.reject(new Error(`Disallowed operation called within global scope: ${label}`));
         }
-        return run.current.effect(label, perform);
+        return run.running.effect(label, perform);
       },
     };
   }
 
-  private serviceCalls(caller: EffectScope, target: ServiceTarget): ServiceCalls {
-    if (target.kind === "scripted") {
-      const { handlers } = target;
-      return {
-        rpc: async (method, args) => {
-          const handler = handlers[method];
-          if (typeof handler !== "function") throw notImplemented(method);
-          return structuredClone(await (handler as (...a: unknown[]) => unknown)(...structuredClone(args)));
-        },
-        fetch: async (request) => {
-          if (!handlers.fetch) throw notImplemented("fetch");
-          return handlers.fetch(request);
-        },
-      };
-    }
-    const hosting = () => {
-      const parent = caller instanceof Invocation ? caller : this.current;
-      if (!parent) throw new Error("a service binding was called outside any invocation");
-      return parent;
-    };
-    return {
-      rpc: (method, args, effect) =>
-        this.host(hosting(), effect, target, (instance) => {
-          const fn = (instance as Record<string, unknown>)[method];
-          if (typeof fn !== "function" || method === "constructor") throw notImplemented(method);
-          return fn.apply(instance, structuredClone(args));
-        }).then((value) => structuredClone(value)),
-      fetch: (request, effect) => this.host(hosting(), effect, target, null, request) as Promise<Response>,
-    };
-  }
-
-  /**
-   * Hosts a callee invocation in the caller's effect: it runs the target's entrypoint method
-   * (or its fetch handler when `call` is null) and settles the caller's call with its outcome.
-   * When the callee dies, the caller's call fails as a lost connection.
-   */
-  private host(
-    caller: Invocation,
-    effect: number,
-    target: Extract<ServiceTarget, { kind: "worker" }>,
-    call: ((instance: object) => unknown) | null,
-    request?: Request,
-  ): Promise<unknown> {
-    const callee = this.spawn(`${caller.id}/${effect}`, target.worker, caller);
-    return new Promise((resolve, reject) => {
-      callee.whenDead(() => reject(lostConnection()));
-      const outcome = this.handle(
-        callee,
-        target.worker,
-        (ctx, env) => {
-          if (call === null)
-            return this.fetchHandler(target.worker, target.entrypoint)(request as Request, env, ctx);
-          const name = target.entrypoint ?? "default";
-          const entry = this.exports.get(target.worker)?.[name];
-          if (!isEntrypointClass(entry)) {
-            throw new TypeError(
-              `Worker ${target.worker.name} has no entrypoint class "${name}" to call over RPC (export class ${name} extends WorkerEntrypoint)`,
-            );
-          }
-          return call(new entry(ctx, env));
-        },
-        target.props,
-      );
-      outcome.then(
-        (value) => {
-          if (!callee.live) return;
-          callee.state = "answered";
-          this.engine.trace(`${callee.id} returned ${summarize(value)}`);
-          resolve(value);
-        },
-        (error) => {
-          if (!callee.live) return;
-          this.threw(callee, error);
-          reject(rethrownOverRpc(error));
-        },
-      );
-    });
-  }
-
-  /** Runs effects until every invocation of the delivery has finished or died. */
+  /** Runs effects until every invocation has finished or died. */
   private async drive(): Promise<void> {
     for (;;) {
       await this.quiesce();
@@ -318,7 +275,12 @@ export class Run implements EffectSink, DeterminismSource {
     const { invocation } = effect;
     let decision: Decision;
     try {
-      decision = this.engine.decide(invocation.id, effect.index, effect.label);
+      decision = this.engine.decide(
+        invocation.id,
+        effect.index,
+        effect.label,
+        effect.transient !== undefined,
+      );
     } catch (error) {
       throw new SimulationError(error instanceof Error ? error.message : String(error));
     }
@@ -328,9 +290,12 @@ export class Run implements EffectSink, DeterminismSource {
       return;
     }
     this.resume(invocation);
+    // A transient fault runs the binding's documented misbehaviour instead of the effect.
+    const perform =
+      decision === Decision.Transient ? (effect.transient as (index: number) => unknown) : effect.perform;
     let outcome: Promise<unknown>;
     try {
-      outcome = Promise.resolve(effect.perform(effect.index));
+      outcome = Promise.resolve(perform(effect.index));
     } catch (error) {
       outcome = Promise.reject(error);
     }
@@ -343,7 +308,7 @@ export class Run implements EffectSink, DeterminismSource {
   private settle(effect: ParkedEffect, decision: Decision, ok: boolean, value: unknown): void {
     const { invocation } = effect;
     invocation.pending--;
-    if (value instanceof SimulationError) this.failure ??= value;
+    if (value instanceof SimulationError || value instanceof InputError) this.failure ??= value;
     if (!invocation.live) return;
     if (decision === Decision.CrashAfter) {
       this.die(invocation);
@@ -355,7 +320,7 @@ export class Run implements EffectSink, DeterminismSource {
   }
 
   private die(invocation: Invocation): void {
-    this.engine.trace(`${invocation.id} died`);
+    this.trace(`${invocation.id} died`);
     invocation.kill();
   }
 
@@ -386,16 +351,12 @@ export class Run implements EffectSink, DeterminismSource {
   }
 }
 
-function notImplemented(method: string): TypeError {
-  return new TypeError(`The RPC receiver does not implement the method "${method}".`);
-}
-
 function describe(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;
   return `a non-Error value: ${summarize(error)}`;
 }
 
-function summarize(value: unknown): string {
+export function summarize(value: unknown): string {
   try {
     const text = JSON.stringify(value);
     return text === undefined ? String(value) : text;

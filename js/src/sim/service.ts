@@ -4,7 +4,12 @@
  * invocation, labelled `Service:<binding> <method>` in reports.
  */
 
+import type { RunContext } from "./context.ts";
 import type { EffectScope } from "./effect-scope.ts";
+import { callHandler } from "./handlers.ts";
+import { Invocation } from "./invocation.ts";
+import { isEntrypointClass } from "./workers-module.ts";
+import type { ServiceTarget } from "./world.ts";
 
 /** What a call over the binding reaches: a callee Worker the run hosts, or scripted answers. */
 export interface ServiceCalls {
@@ -36,6 +41,66 @@ export function createServiceBinding(binding: string, scope: EffectScope, calls:
       },
     },
   );
+}
+
+/**
+ * What calls over a binding to `target` do: a scripted service answers from its handlers; a
+ * callee Worker runs as an invocation hosted by the caller's effect.
+ */
+export function serviceCalls(run: RunContext, caller: EffectScope, target: ServiceTarget): ServiceCalls {
+  if (target.kind === "scripted") {
+    const { handlers } = target;
+    return {
+      rpc: async (method, args) => {
+        const handler = handlers[method];
+        if (typeof handler !== "function") throw notImplemented(method);
+        return structuredClone(await (handler as (...a: unknown[]) => unknown)(...structuredClone(args)));
+      },
+      fetch: async (request) => {
+        if (!handlers.fetch) throw notImplemented("fetch");
+        return handlers.fetch(request);
+      },
+    };
+  }
+  const { worker, entrypoint, props } = target;
+  // Bindings made from cloudflare:workers' env belong to whichever invocation is running.
+  const hosting = (): Invocation => {
+    const parent = caller instanceof Invocation ? caller : run.current;
+    if (!parent) throw new Error("a service binding was called outside any invocation");
+    return parent;
+  };
+  return {
+    rpc: (method, args, effect) =>
+      run
+        .host(hosting(), effect, {
+          worker,
+          props,
+          body: (ctx, env) => {
+            const name = entrypoint ?? "default";
+            const Entry = run.exportsOf(worker)[name];
+            if (!isEntrypointClass(Entry)) {
+              throw new TypeError(
+                `Worker ${worker.name} has no entrypoint class "${name}" to call over RPC (export class ${name} extends WorkerEntrypoint)`,
+              );
+            }
+            const instance = new Entry(ctx, env) as Record<string, unknown>;
+            const fn = instance[method];
+            if (typeof fn !== "function" || method === "constructor") throw notImplemented(method);
+            return fn.apply(instance, structuredClone(args));
+          },
+        })
+        .then((value) => structuredClone(value)),
+    fetch: (request, effect) =>
+      run.host(hosting(), effect, {
+        worker,
+        props,
+        body: (ctx, env) => callHandler(run, worker, entrypoint, "fetch", request, env, ctx),
+      }) as Promise<Response>,
+  };
+}
+
+export function notImplemented(method: string): TypeError {
+  return new TypeError(`The RPC receiver does not implement the method "${method}".`);
 }
 
 /** The error a caller sees when the invocation it called over RPC dies before answering. */

@@ -1,30 +1,16 @@
 /**
  * The world a scenario describes: the Worker under check, the callees that run beside it, the
- * scripted services, and the D1 databases, each binding resolved to what it reaches. Built once
- * per check; every problem in it is bad input, reported with the file it is in.
+ * scripted services, and every binding each Worker's env holds, resolved to what it reaches
+ * and to the engine store that keeps its state. Built once per check; every problem in it is
+ * bad input, reported with the file it is in.
  */
 
-import type { Scenario, ServiceHandlers } from "../cloudflare.ts";
+import type { OutboundHandlers, Scenario, ServiceHandlers } from "../cloudflare.ts";
 import { InputError, shown } from "../errors.ts";
 import { bundleWorker, type WorkerModule } from "../load/bundle.ts";
 import type { LoadedScenario } from "../load/scenario.ts";
-import type { WorkerConfig } from "../load/wrangler.ts";
+import type { QueueConsumer, WorkerConfig } from "../load/wrangler.ts";
 import { readWranglerConfig } from "../load/wrangler.ts";
-
-export interface SimWorker {
-  /** The Worker's name from its wrangler config; reports and namespaces use it. */
-  readonly name: string;
-  /** `""` for the Worker under check, `"<name>/"` for a callee: its bindings' namespace. */
-  readonly prefix: string;
-  readonly entry: string;
-  readonly config: WorkerConfig | undefined;
-  readonly module: WorkerModule;
-  readonly vars: Readonly<Record<string, unknown>>;
-  /** Binding name → namespaced D1 database (`DB` → `payments/DB`). */
-  readonly d1: ReadonlyMap<string, string>;
-  /** Binding name → what a call over it reaches. */
-  readonly services: Map<string, ServiceTarget>;
-}
 
 export type ServiceTarget =
   | {
@@ -35,13 +21,59 @@ export type ServiceTarget =
     }
   | { readonly kind: "scripted"; readonly handlers: ServiceHandlers };
 
+/** A Durable Object class and where its objects' storage lives in the engine. */
+export interface DurableObjectNamespace {
+  /** The Worker that defines the class. */
+  readonly worker: SimWorker;
+  readonly className: string;
+  /** SQLite-backed (`new_sqlite_classes`): `ctx.storage.sql` is available. */
+  readonly sqlite: boolean;
+  /** Prefix of the engine stores of its objects: `do:<worker prefix><class>:<id>`. */
+  readonly storePrefix: string;
+}
+
+/** What one env name of a Worker is bound to. Vars are plain values and not listed here. */
+export type BindingSpec =
+  | { readonly kind: "d1"; readonly name: string; readonly store: string }
+  | { readonly kind: "service"; readonly name: string; readonly target: ServiceTarget }
+  | { readonly kind: "kv"; readonly name: string; readonly store: string }
+  | { readonly kind: "durableObject"; readonly name: string; readonly namespace: DurableObjectNamespace }
+  | { readonly kind: "queue"; readonly name: string; readonly queue: string };
+
+export interface SimWorker {
+  /** The Worker's name from its wrangler config; reports and namespaces use it. */
+  readonly name: string;
+  /** `""` for the Worker under check, `"<name>/"` for a callee: its bindings' namespace. */
+  readonly prefix: string;
+  readonly entry: string;
+  readonly config: WorkerConfig | undefined;
+  readonly module: WorkerModule;
+  /** Vars and secrets: plain values in env. */
+  readonly vars: Record<string, unknown>;
+  /** Env name → binding, in the order the config declares them. */
+  readonly bindings: Map<string, BindingSpec>;
+}
+
+/** A queue of the account: who consumes it, with the consumer's settings. */
+export interface SimQueue {
+  readonly name: string;
+  /** The engine store holding its messages. */
+  readonly store: string;
+  readonly consumer: { readonly worker: SimWorker; readonly settings: QueueConsumer } | undefined;
+}
+
 export interface World {
   readonly scenario: Scenario;
   readonly file: string;
   readonly main: SimWorker;
   readonly workers: readonly SimWorker[];
-  /** Every namespaced D1 database, in the order the Workers bind them. */
+  /** Every D1 database by its namespaced name (`DB`, `payments/DB`). */
   readonly databases: readonly string[];
+  /** Every KV namespace store. */
+  readonly kvStores: readonly string[];
+  readonly queues: ReadonlyMap<string, SimQueue>;
+  /** Scripted answers for outbound `fetch`, by URL prefix. */
+  readonly outbound: readonly OutboundHandlers[];
 }
 
 async function loadWorker(
@@ -53,8 +85,15 @@ async function loadWorker(
   const name = config?.name ?? "worker";
   const p = prefix(name);
   const module = await bundleWorker(entry);
-  const d1 = new Map((config?.d1Databases ?? []).map((d) => [d.binding, `${p}${d.binding}`] as const));
-  return { name, prefix: p, entry, config, module, vars: config?.vars ?? {}, d1, services: new Map() };
+  const bindings = new Map<string, BindingSpec>();
+  for (const d of config?.d1Databases ?? [])
+    bindings.set(d.binding, { kind: "d1", name: d.binding, store: `${p}${d.binding}` });
+  for (const k of config?.kvNamespaces ?? []) {
+    bindings.set(k.binding, { kind: "kv", name: k.binding, store: `kv:${p}${k.binding}` });
+  }
+  for (const q of config?.queueProducers ?? [])
+    bindings.set(q.binding, { kind: "queue", name: q.binding, queue: q.queue });
+  return { name, prefix: p, entry, config, module, vars: { ...config?.vars }, bindings };
 }
 
 /** Resolves `binding` (`PAYMENTS`, or `payments/LEDGER` for a callee's) to its Worker and name. */
@@ -74,63 +113,97 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
   const { scenario, file } = loaded;
   const main = await loadWorker(scenario.worker.entry, scenario.worker.config, () => "");
   const workers: SimWorker[] = [main];
+  const outbound: OutboundHandlers[] = [];
 
   for (const [i, step] of (scenario.setup ?? []).entries()) {
     if (step.kind === "d1Schema") continue;
+    if (step.kind === "outbound") {
+      outbound.push(step.handlers);
+      continue;
+    }
+    if (step.kind === "secrets") continue;
     const found = ownerOf(workers, step.binding);
     if (!found) {
-      throw new InputError(
-        shown(file),
-        `setup[${i}]: no Worker in the scenario is named by "${step.binding}"`,
-      );
+      throw new InputError(file, `setup[${i}]: no Worker in the scenario is named by "${step.binding}"`);
     }
     const [owner, binding] = found;
     const declared = owner.config?.services.find((s) => s.binding === binding);
     const where = owner.config ? shown(owner.config.file) : shown(owner.entry);
     if (owner.config && !declared) {
       throw new InputError(
-        shown(file),
+        file,
         `setup[${i}]: ${step.kind}("${step.binding}"): ${where} has no service binding ${binding}; ${describeServices(owner)}`,
       );
     }
-    if (owner.services.has(binding)) {
-      throw new InputError(shown(file), `setup[${i}]: service binding ${step.binding} is given twice`);
+    if (owner.bindings.has(binding)) {
+      throw new InputError(file, `setup[${i}]: service binding ${step.binding} is given twice`);
     }
     if (step.kind === "service") {
-      owner.services.set(binding, { kind: "scripted", handlers: step.handlers });
+      owner.bindings.set(binding, {
+        kind: "service",
+        name: binding,
+        target: { kind: "scripted", handlers: step.handlers },
+      });
       continue;
     }
     const callee = await loadWorker(step.entry, step.config, (name) => `${owner.prefix}${name}/`);
     if (workers.some((w) => w.prefix === callee.prefix)) {
-      throw new InputError(shown(file), `setup[${i}]: two Workers in the scenario are named ${callee.name}`);
+      throw new InputError(file, `setup[${i}]: two Workers in the scenario are named ${callee.name}`);
     }
     workers.push(callee);
-    owner.services.set(binding, {
-      kind: "worker",
-      worker: callee,
-      entrypoint: declared?.entrypoint,
-      props: declared?.props ?? {},
+    owner.bindings.set(binding, {
+      kind: "service",
+      name: binding,
+      target: {
+        kind: "worker",
+        worker: callee,
+        entrypoint: declared?.entrypoint,
+        props: declared?.props ?? {},
+      },
     });
+  }
+
+  // Secrets go in after every callee is loaded, so a step may name a callee declared later.
+  for (const [i, step] of (scenario.setup ?? []).entries()) {
+    if (step.kind !== "secrets") continue;
+    const owner = step.worker === undefined ? main : workers.find((w) => w.name === step.worker);
+    if (!owner)
+      throw new InputError(
+        file,
+        `setup[${i}]: secrets for ${step.worker}, but no Worker of the scenario has that name`,
+      );
+    for (const [key, value] of Object.entries(step.values)) {
+      if (owner.bindings.has(key))
+        throw new InputError(file, `setup[${i}]: secret ${key} has the name of a binding of ${owner.name}`);
+      owner.vars[key] = value;
+    }
   }
 
   for (const worker of workers) {
     for (const s of worker.config?.services ?? []) {
-      if (!worker.services.has(s.binding)) {
+      if (!worker.bindings.has(s.binding)) {
         const name = `${worker.prefix}${s.binding}`;
         throw new InputError(
-          shown(file),
+          file,
           `${shown(worker.config?.file ?? worker.entry)} binds service ${s.binding} (${s.service}), but the scenario gives neither callee("${name}", …) nor service("${name}", …)`,
         );
       }
     }
+    bindDurableObjects(worker, workers);
   }
 
-  const databases = workers.flatMap((w) => [...w.d1.values()]);
+  const queues = collectQueues(workers);
+  const databases = workers.flatMap((w) =>
+    [...w.bindings.values()].flatMap((b) => (b.kind === "d1" ? [b.store] : [])),
+  );
+  const kvStores = workers.flatMap((w) =>
+    [...w.bindings.values()].flatMap((b) => (b.kind === "kv" ? [b.store] : [])),
+  );
   const knownDb = (db: string, what: string) => {
     if (!databases.includes(db)) {
       const known = databases.length ? `the D1 bindings are ${databases.join(", ")}` : "no Worker binds D1";
       throw new InputError(
-        shown(file),
+        file,
         `${what} names D1 binding "${db}", but no Worker in the scenario binds it; ${known}`,
       );
     }
@@ -138,7 +211,61 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
   for (const [i, step] of (scenario.setup ?? []).entries()) {
     if (step.kind === "d1Schema") knownDb(step.db, `setup[${i}]: d1Schema("${step.db}")`);
   }
-  for (const inv of scenario.invariants) knownDb(inv.rows.db, `invariant ${inv.name}`);
+  for (const inv of scenario.invariants) {
+    if (inv.kind === "unique") knownDb(inv.rows.db, `invariant ${inv.name}`);
+    if (inv.kind === "query" || inv.kind === "conserved") knownDb(inv.db, `invariant ${inv.name}`);
+  }
 
-  return { scenario, file, main, workers, databases };
+  return { scenario, file, main, workers, databases, kvStores, queues, outbound };
+}
+
+/** Binds each Durable Object namespace of `worker` to the Worker that defines its class. */
+function bindDurableObjects(worker: SimWorker, workers: readonly SimWorker[]): void {
+  for (const binding of worker.config?.durableObjects ?? []) {
+    const home = binding.scriptName ? workers.find((w) => w.name === binding.scriptName) : worker;
+    const where = shown(worker.config?.file ?? worker.entry);
+    if (!home) {
+      throw new InputError(
+        where,
+        `durable_objects binding ${binding.name} names script ${binding.scriptName}, which is not a Worker of the scenario (run it with callee())`,
+      );
+    }
+    const declared = home.config?.durableObjectClasses.get(binding.className);
+    worker.bindings.set(binding.name, {
+      kind: "durableObject",
+      name: binding.name,
+      namespace: {
+        worker: home,
+        className: binding.className,
+        // Without a migration entry the class is taken as SQLite-backed, the default for new classes.
+        sqlite: declared?.sqlite ?? true,
+        storePrefix: `do:${home.prefix}${binding.className}:`,
+      },
+    });
+  }
+}
+
+/** Queues are the account's: a producer in one Worker reaches the consumer in another. */
+function collectQueues(workers: readonly SimWorker[]): Map<string, SimQueue> {
+  const queues = new Map<string, SimQueue>();
+  const add = (name: string, consumer: SimQueue["consumer"]) => {
+    const known = queues.get(name);
+    if (known?.consumer && consumer) {
+      throw new InputError(
+        shown(consumer.worker.config?.file ?? consumer.worker.entry),
+        `queue ${name} has two consumers (${known.consumer.worker.name} and ${consumer.worker.name}); Cloudflare allows one`,
+      );
+    }
+    queues.set(name, { name, store: `queue:${name}`, consumer: consumer ?? known?.consumer });
+  };
+  for (const worker of workers) {
+    for (const settings of worker.config?.queueConsumers ?? []) add(settings.queue, { worker, settings });
+    for (const binding of worker.bindings.values())
+      if (binding.kind === "queue" && !queues.has(binding.queue)) add(binding.queue, undefined);
+  }
+  for (const queue of [...queues.values()]) {
+    const dlq = queue.consumer?.settings.deadLetterQueue;
+    if (dlq && !queues.has(dlq)) add(dlq, undefined);
+  }
+  return queues;
 }

@@ -1,0 +1,73 @@
+/**
+ * What bindings, drivers and the platform's own work (queue batches, alarms) see of a run.
+ * The run loop (`run.ts`) implements it; each binding kind is a module that only needs this.
+ */
+
+import type { Engine } from "../engine.ts";
+import type { Invocation } from "./invocation.ts";
+import type { ExecutionContextLike } from "./workers-module.ts";
+import type { SimWorker, World } from "./world.ts";
+
+export type Exports = Record<string, unknown>;
+export type Env = Record<string, unknown>;
+
+/** A handler call that runs as one invocation of `worker`. */
+export interface InvocationCall {
+  readonly worker: SimWorker;
+  readonly body: (ctx: ExecutionContextLike, env: Env, invocation: Invocation) => unknown;
+  /** `ctx.props`, from the caller's binding. */
+  readonly props?: Readonly<Record<string, unknown>>;
+}
+
+/** How a top-level invocation ended. */
+export type Outcome =
+  | { readonly kind: "returned"; readonly value: unknown }
+  | { readonly kind: "threw"; readonly error: unknown }
+  | { readonly kind: "died" };
+
+/** Work the platform does on its own after the current event: a queue batch, an alarm. */
+export interface PlatformWork {
+  /** Names the invocation: `batch` gives `batch-1#1`, `batch-2#1`, … in the run. */
+  readonly kind: string;
+  run(context: RunContext, id: string): Promise<void>;
+}
+
+/** A response a client of the scenario got, for response invariants. */
+export interface ClientResponse {
+  readonly event: string;
+  readonly delivery: number;
+  /** 0 when the delivery died without an answer. */
+  readonly status: number;
+  readonly body: string;
+}
+
+export interface RunContext {
+  readonly engine: Engine;
+  readonly world: World;
+  /** The invocation whose code is running, if any. */
+  readonly current: Invocation | undefined;
+  /** The run's virtual clock. */
+  nowMs(): number;
+  /** The module exports of `worker` in this run. */
+  exportsOf(worker: SimWorker): Exports;
+  /**
+   * Runs `call` as an invocation hosted by effect `effect` of `caller` (an RPC to a callee or a
+   * Durable Object). Resolves with what it returns; rejects with its exception as it crosses an
+   * RPC boundary, or with `Network connection lost.` when it dies.
+   */
+  host(caller: Invocation, effect: number, call: InvocationCall): Promise<unknown>;
+  /** Runs `call` as top-level invocation `id`, drives it to its end, and says how it ended. */
+  deliver(id: string, call: InvocationCall): Promise<Outcome>;
+  /** Queues platform work to run after the current event's deliveries. */
+  later(work: PlatformWork): void;
+  /** Per-run memory of a binding kind, created on first use and gone with the run. */
+  memo<T>(key: string, create: () => T): T;
+  /**
+   * Ends the check with `error` at the next quiescence: for misuse the Worker's code could
+   * otherwise catch, such as an outbound fetch the scenario scripts no answer for.
+   */
+  fail(error: Error): void;
+  /** Records a client's response. */
+  respond(response: ClientResponse): void;
+  trace(line: string): void;
+}

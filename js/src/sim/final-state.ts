@@ -1,0 +1,93 @@
+/**
+ * The state at the end of a run, as custom invariants read it, and the invariants the host
+ * evaluates itself (custom predicates, response checks). The engine's own invariants (unique,
+ * query, conserved) are evaluated in the engine; these run first, while the run's stores still
+ * exist, and the first that breaks is handed to the engine with `endRun`.
+ */
+
+import type { FinalState, Invariant } from "../cloudflare.ts";
+import type { Engine } from "../engine.ts";
+import type { ClientResponse } from "./context.ts";
+import { durableObjectStore } from "./durable-objects.ts";
+import { kvKeys, kvRead } from "./kv.ts";
+import { queueBodies } from "./queues.ts";
+import type { World } from "./world.ts";
+
+export function finalState(engine: Engine, world: World, responses: readonly ClientResponse[]): FinalState {
+  const rows = (store: string, sql: string, params: unknown[]) => {
+    const result = engine.d1Run(store, sql, params);
+    return result.rows.map((row) => Object.fromEntries(result.columns.map((c, i) => [c, row[i]])));
+  };
+  const binding = (name: string, kind: string) => {
+    const slash = name.lastIndexOf("/");
+    const prefix = slash < 0 ? "" : name.slice(0, slash + 1);
+    const worker = world.workers.find((w) => w.prefix === prefix);
+    const spec = worker?.bindings.get(name.slice(slash + 1));
+    if (!spec || spec.kind !== kind) throw new Error(`no ${kind} binding named ${name} in the scenario`);
+    return spec;
+  };
+  return {
+    d1: (db, sql, ...params) => rows(db, sql, params),
+    kv: (name, key) => {
+      const spec = binding(name, "kv");
+      return spec.kind === "kv" ? kvRead(engine, spec.store, key) : null;
+    },
+    kvKeys: (name) => {
+      const spec = binding(name, "kv");
+      return spec.kind === "kv" ? kvKeys(engine, spec.store) : [];
+    },
+    durableObject: (name, objectName, sql, ...params) => {
+      const spec = binding(name, "durableObject");
+      if (spec.kind !== "durableObject") return [];
+      const store = durableObjectStore(spec.namespace, objectName);
+      return engine.d1Exists(store) ? rows(store, sql, params) : [];
+    },
+    queue: (name) => {
+      const queue = world.queues.get(name);
+      if (!queue) throw new Error(`no queue named ${name} in the scenario`);
+      return queueBodies(engine, queue.store);
+    },
+    responses,
+  };
+}
+
+/** The first host-evaluated invariant that breaks, with its message. */
+export function hostViolation(
+  invariants: readonly Invariant[],
+  state: FinalState,
+): { invariant: string; message: string } | undefined {
+  for (const invariant of invariants) {
+    if (invariant.kind === "custom") {
+      let verdict: true | string;
+      try {
+        verdict = invariant.check(state);
+      } catch (error) {
+        verdict = `the invariant threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`;
+      }
+      if (verdict !== true) return { invariant: invariant.name, message: String(verdict) };
+    }
+    if (invariant.kind === "answered") {
+      const message = unanswered(state.responses, invariant.status);
+      if (message) return { invariant: invariant.name, message };
+    }
+  }
+  return undefined;
+}
+
+/** Says which request did not end with a `status` answer, or undefined when all did. */
+function unanswered(responses: readonly ClientResponse[], status: string): string | undefined {
+  const last = new Map<string, ClientResponse>();
+  for (const response of responses) last.set(response.event, response);
+  for (const [event, response] of last) {
+    if (matches(response.status, status)) continue;
+    return response.status === 0
+      ? `${event} got no answer after ${response.delivery} deliveries`
+      : `${event}#${response.delivery} was answered ${response.status}, not ${status}`;
+  }
+  return undefined;
+}
+
+function matches(code: number, status: string): boolean {
+  if (/^[1-5]xx$/.test(status)) return Math.floor(code / 100) === Number(status[0]);
+  return code === Number(status);
+}

@@ -1,0 +1,49 @@
+/**
+ * Calling a Worker's handlers the way the runtime does: the default export may be an object
+ * with handler methods (`fetch`, `scheduled`, `queue`) or a class extending WorkerEntrypoint,
+ * and a named entrypoint is always such a class.
+ */
+
+import type { Env, RunContext } from "./context.ts";
+import { type ExecutionContextLike, isEntrypointClass } from "./workers-module.ts";
+import type { SimWorker } from "./world.ts";
+
+export type HandlerName = "fetch" | "scheduled" | "queue";
+
+/**
+ * Calls handler `name` of `worker`'s `entrypoint` (default export when undefined). An object
+ * handler gets `(arg, env, ctx)`; an entrypoint class instance gets `(arg)` and has env and ctx
+ * as `this.env` and `this.ctx`.
+ */
+export function callHandler(
+  run: RunContext,
+  worker: SimWorker,
+  entrypoint: string | undefined,
+  name: HandlerName,
+  arg: unknown,
+  env: Env,
+  ctx: ExecutionContextLike,
+): Promise<unknown> {
+  const target = run.exportsOf(worker)[entrypoint ?? "default"];
+  if (isEntrypointClass(target)) {
+    const instance = new target(ctx, env) as Record<string, unknown>;
+    const method = instance[name];
+    if (typeof method !== "function") throw missing(worker, name);
+    return Promise.resolve(method.call(instance, arg));
+  }
+  const handler = (target as Record<string, unknown> | undefined)?.[name];
+  if (typeof handler !== "function") throw missing(worker, name);
+  return Promise.resolve(handler.call(target, arg, env, ctx));
+}
+
+/** True when `worker`'s default export has handler `name`. */
+export function hasHandler(exports: Record<string, unknown>, name: HandlerName): boolean {
+  const value = exports.default;
+  if (typeof value === "function")
+    return typeof (value.prototype as Record<string, unknown>)?.[name] === "function";
+  return typeof (value as Record<string, unknown> | undefined)?.[name] === "function";
+}
+
+function missing(worker: SimWorker, name: HandlerName): TypeError {
+  return new TypeError(`Worker ${worker.name} has no ${name} handler`);
+}
