@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { D1RawResult, D1StatementSpec } from "../engine.ts";
 import { SimulationError } from "../errors.ts";
 import { createD1Database, type D1Engine } from "./d1.ts";
-import type { EffectScope } from "./effect-scope.ts";
+import type { EffectOptions, EffectScope } from "./effect-scope.ts";
 
 /** A D1RawResult with the given columns and rows and zero counters, as a SELECT answers. */
 function raw(columns: string[], rows: unknown[][], extra: Partial<D1RawResult> = {}): D1RawResult {
@@ -55,18 +55,29 @@ function fakeEngine(...answers: (D1RawResult | D1RawResult[] | Error)[]) {
   return { engine, calls };
 }
 
-/** A fake scope: every effect runs at once; `labels` lists them. `perform: false` never runs them. */
-function fakeScope(options: { perform?: boolean } = {}) {
+/**
+ * A fake scope: every effect runs at once; `labels` lists them and `transients` whether each
+ * offered a transient fault. `perform: false` never runs them; `transient: true` runs each
+ * effect's transient alternative instead of its `perform`, as the engine's transient decision does.
+ */
+function fakeScope(options: { perform?: boolean; transient?: boolean } = {}) {
   const labels: string[] = [];
+  const transients: boolean[] = [];
   const scope: EffectScope = {
     invocation: "req-1#1",
-    effect<T>(label: string, perform: (effect: number) => T | Promise<T>): Promise<T> {
+    effect<T>(
+      label: string,
+      perform: (effect: number) => T | Promise<T>,
+      effectOptions: EffectOptions = {},
+    ): Promise<T> {
       const index = labels.push(label) - 1;
+      transients.push(effectOptions.transient !== undefined);
       if (options.perform === false) return new Promise<T>(() => {});
-      return new Promise<T>((resolve) => resolve(perform(index)));
+      const run = options.transient ? (effectOptions.transient as (effect: number) => T) : perform;
+      return new Promise<T>((resolve) => resolve(run(index)));
     },
   };
-  return { scope, labels };
+  return { scope, labels, transients };
 }
 
 function setup(...answers: (D1RawResult | D1RawResult[] | Error)[]) {
@@ -531,6 +542,43 @@ describe("effects", () => {
     void db.exec("SELECT 1");
     expect(labels).toEqual(["D1:DB all", "D1:DB batch", "D1:DB exec"]);
     expect(calls).toEqual([]);
+  });
+});
+
+describe("transient faults", () => {
+  it("offers one on every call: statements, batch and exec", async () => {
+    const { engine } = fakeEngine(USERS, USERS, USERS, USERS, [USERS]);
+    const { scope, transients } = fakeScope();
+    const db = createD1Database("DB", scope, engine);
+    const statement = db.prepare("SELECT 1");
+    await statement.first();
+    await statement.all();
+    await statement.run();
+    await statement.raw();
+    await db.batch([statement]);
+    await db.exec("SELECT 1");
+    expect(transients).toEqual([true, true, true, true, true, true]);
+  });
+
+  it("rejects with D1's documented D1_ERROR: Network connection lost., and never reaches the database", async () => {
+    const { engine, calls } = fakeEngine();
+    const { scope } = fakeScope({ transient: true });
+    const db = createD1Database("DB", scope, engine);
+    const statement = db.prepare("UPDATE accounts SET balance = balance - 1");
+    for (const call of [statement.run(), statement.first(), db.batch([statement]), db.exec("SELECT 1")]) {
+      const error = await rejection(call);
+      expect(error.message).toBe("D1_ERROR: Network connection lost.");
+      expect((error.cause as Error).message).toBe("Network connection lost.");
+    }
+    expect(calls).toEqual([]);
+  });
+
+  it("leaves a session's bookmark where it was", async () => {
+    const { engine } = fakeEngine();
+    const { scope } = fakeScope({ transient: true });
+    const session = createD1Database("DB", scope, engine).withSession();
+    await rejection(session.prepare("SELECT 1").all());
+    expect(session.getBookmark()).toBeNull();
   });
 });
 

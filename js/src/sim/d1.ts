@@ -38,6 +38,20 @@ type D1Method = "first" | "all" | "run" | "raw" | "batch" | "exec";
 /** What D1 answers for a batch without statements or an empty query, as Workers see it. */
 const NO_STATEMENTS = "No SQL statements detected.";
 
+/**
+ * D1's documented transient failure, offered as every call's transient fault: Cloudflare's
+ * "Debug D1" error list has "Network connection lost." among the D1_ERRORs ("A network error.
+ * Retry the operation."), and "Retry queries" (developers.cloudflare.com/d1/best-practices/
+ * retry-queries/) tells Workers to retry on it. The request never reached the database here, so
+ * nothing is applied. D1 itself retries read-only queries up to two more times before a Worker
+ * sees the error, which makes it rarer for reads but still possible, so reads offer it too.
+ */
+const TRANSIENT = {
+  transient: (): never => {
+    throw d1Error("Network connection lost.");
+  },
+} as const;
+
 /** The session constraint a session starts from when given nothing (docs: "the default"). */
 const FIRST_UNCONSTRAINED = "first-unconstrained";
 const FIRST_PRIMARY = "first-primary";
@@ -64,23 +78,31 @@ class Connection {
 
   /** One statement as one effect; rejects with D1's `D1_ERROR: …` when the engine throws. */
   query(method: Exclude<D1Method, "batch" | "exec">, spec: D1StatementSpec): Promise<D1RawResult> {
-    return this.scope.effect(this.label(method), () => {
-      if (isBlank(spec.sql)) throw d1Error(NO_STATEMENTS);
-      const result = engineCall(() => this.engine.d1Run(this.db, spec.sql, spec.params));
-      this.answered++;
-      return result;
-    });
+    return this.scope.effect(
+      this.label(method),
+      () => {
+        if (isBlank(spec.sql)) throw d1Error(NO_STATEMENTS);
+        const result = engineCall(() => this.engine.d1Run(this.db, spec.sql, spec.params));
+        this.answered++;
+        return result;
+      },
+      TRANSIENT,
+    );
   }
 
   /** The statements as one effect and one transaction (the engine's `d1Batch` is atomic). */
   batch(specs: readonly D1StatementSpec[]): Promise<D1RawResult[]> {
-    return this.scope.effect(this.label("batch"), () => {
-      // D1 rejects an empty batch; the check happens on D1's side, after the round trip.
-      if (specs.length === 0 || specs.some((spec) => isBlank(spec.sql))) throw d1Error(NO_STATEMENTS);
-      const results = engineCall(() => this.engine.d1Batch(this.db, specs));
-      this.answered++;
-      return results;
-    });
+    return this.scope.effect(
+      this.label("batch"),
+      () => {
+        // D1 rejects an empty batch; the check happens on D1's side, after the round trip.
+        if (specs.length === 0 || specs.some((spec) => isBlank(spec.sql))) throw d1Error(NO_STATEMENTS);
+        const results = engineCall(() => this.engine.d1Batch(this.db, specs));
+        this.answered++;
+        return results;
+      },
+      TRANSIENT,
+    );
   }
 
   /**
@@ -92,18 +114,22 @@ class Connection {
    * returning the first error"); this keeps that.
    */
   exec(lines: readonly string[]): Promise<D1ExecResult> {
-    return this.scope.effect(this.label("exec"), () => {
-      for (const line of lines) {
-        try {
-          this.engine.d1Exec(this.db, line);
-        } catch (error) {
-          const detail = `Error in line 1: ${lines[0]}: ${messageOf(error)}`;
-          throw new Error(`D1_EXEC_ERROR: ${detail}`, { cause: new Error(detail) });
+    return this.scope.effect(
+      this.label("exec"),
+      () => {
+        for (const line of lines) {
+          try {
+            this.engine.d1Exec(this.db, line);
+          } catch (error) {
+            const detail = `Error in line 1: ${lines[0]}: ${messageOf(error)}`;
+            throw new Error(`D1_EXEC_ERROR: ${detail}`, { cause: new Error(detail) });
+          }
         }
-      }
-      this.answered++;
-      return { count: lines.length, duration: 0 };
-    });
+        this.answered++;
+        return { count: lines.length, duration: 0 };
+      },
+      TRANSIENT,
+    );
   }
 
   /**

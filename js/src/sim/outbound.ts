@@ -1,13 +1,173 @@
 /**
- * Outbound `fetch` from Worker code: one effect of the invocation, answered by the scenario's
- * `outbound()` scripts. (Being written.)
+ * Outbound `fetch` from Worker code. While a run is active the global `fetch` comes here
+ * (globals.ts); it never reaches the network. Each call is ONE effect of the invocation that is
+ * running, labelled `fetch <METHOD> <origin><pathname>`, and the scenario's `outbound({...})`
+ * scripts answer it: the handler whose URL prefix is the longest that the request's URL starts
+ * with gets the request and returns the Response the Worker sees.
+ *
+ * Sources for the behaviour below:
+ * - Cloudflare's docs, "Fetch" (developers.cloudflare.com/workers/runtime-apis/fetch/) and
+ *   "Handlers": I/O is only allowed inside a handler, never at import time.
+ * - workerd, src/workerd/jsg/util.c++ (`decodeTunneledException`): a subrequest whose connection
+ *   drops rejects with a plain `Error("Network connection lost.")` (not a TypeError) that
+ *   carries `retryable: true`. That is the transient fault offered here.
+ * - The Fetch standard's "HTTP-redirect fetch": `redirect: "follow"` (the default) follows up
+ *   to 20 redirects, and 301/302 turn a POST into a GET, 303 turns anything but HEAD into a GET.
  */
 
+import type { OutboundHandlers } from "../cloudflare.ts";
+import { InputError } from "../errors.ts";
 import type { RunContext } from "./context.ts";
 
+/** The runtime's message for I/O outside a handler (workerd's io-context). */
+const GLOBAL_SCOPE =
+  "Disallowed operation called within global scope. Asynchronous I/O (ex: fetch() or connect()), " +
+  "setting a timeout, and generating random values are not allowed within global scope. To fix " +
+  "this error, perform this operation within a handler. https://developers.cloudflare.com/workers/runtime-apis/handlers/";
+
+/** Redirects one fetch follows at most, as the Fetch standard says. */
+const REDIRECTS_MAX = 20;
+
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+
+/** Headers a redirect to GET drops along with the body (Fetch standard, "request-body-header name"). */
+const REQUEST_BODY_HEADERS = ["content-encoding", "content-language", "content-location", "content-type"];
+
+type OutboundHandler = OutboundHandlers[string];
+
+/** The handler that answers `url`, with the prefix it was registered under. */
+interface Match {
+  readonly prefix: string;
+  readonly handler: OutboundHandler;
+}
+
+/**
+ * The global `fetch` while a run is active: one effect of `run.current`, answered by the
+ * scenario's scripts. A URL no script answers ends the check with an InputError.
+ */
 export function outboundFetch(run: RunContext, input: unknown, init: unknown): Promise<Response> {
-  void run;
-  void input;
-  void init;
-  return Promise.reject(new Error("outbound fetch is not simulated yet"));
+  const invocation = run.current;
+  if (!invocation) return Promise.reject(new Error(GLOBAL_SCOPE));
+  let request: Request;
+  try {
+    // Built before the effect, as the runtime does: a bad URL or init rejects at once.
+    request = new Request(input as ConstructorParameters<typeof Request>[0], init as RequestInit | undefined);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  const url = new URL(request.url);
+  const match = findHandler(run.world.outbound, request.url);
+  if (!match) {
+    const error = unscripted(run, invocation.id, request.method, request.url);
+    return Promise.reject(error);
+  }
+  return invocation.effect(
+    `fetch ${request.method} ${url.origin}${url.pathname}`,
+    () => answer(run, invocation.id, request, match),
+    { transient: () => Promise.reject(connectionLost()) },
+  );
+}
+
+/** The handler with the longest prefix of `url`; the first one given wins a tie. */
+export function findHandler(scripts: readonly OutboundHandlers[], url: string): Match | undefined {
+  let best: Match | undefined;
+  for (const handlers of scripts) {
+    for (const [prefix, handler] of Object.entries(handlers)) {
+      if (typeof handler !== "function" || !url.startsWith(prefix)) continue;
+      if (!best || prefix.length > best.prefix.length) best = { prefix, handler };
+    }
+  }
+  return best;
+}
+
+/** What a script is asked: the request's parts, its body read once so redirects can resend it. */
+interface Outgoing {
+  readonly url: string;
+  readonly method: string;
+  readonly headers: Headers;
+  readonly redirect: Request["redirect"];
+  readonly body: ArrayBuffer | null;
+}
+
+/**
+ * Runs the scripts for `request`, following redirects as `redirect: "follow"` does. The Worker
+ * gets a clone of what the script returned, so a script may return one Response for every call.
+ */
+async function answer(run: RunContext, invocation: string, first: Request, match: Match): Promise<Response> {
+  let request: Outgoing = {
+    url: first.url,
+    method: first.method,
+    headers: first.headers,
+    redirect: first.redirect,
+    body: first.body === null ? null : await first.arrayBuffer(),
+  };
+  let current = match;
+  for (let redirects = 0; ; redirects++) {
+    const response = await current.handler(toRequest(request));
+    if (!(response instanceof Response)) {
+      const error = new InputError(
+        run.world.file,
+        `the outbound script for "${current.prefix}" answered ${request.method} ${request.url} with ${typeof response}, not a Response`,
+      );
+      run.fail(error);
+      throw error;
+    }
+    const location = response.headers.get("location");
+    if (request.redirect === "manual" || !REDIRECT_STATUSES.has(response.status) || location === null) {
+      return asFetched(response.clone(), request.url, redirects > 0);
+    }
+    if (request.redirect === "error") throw new TypeError("Fetch failed: the response was a redirect.");
+    if (redirects + 1 > REDIRECTS_MAX) throw new TypeError("Too many redirects.");
+    request = redirected(request, response.status, new URL(location, request.url).href);
+    const next = findHandler(run.world.outbound, request.url);
+    if (!next) throw unscripted(run, invocation, request.method, request.url);
+    current = next;
+  }
+}
+
+/** A fresh Request for a script: its own copy of the body, so no script consumes another's. */
+function toRequest(request: Outgoing): Request {
+  const bodiless = request.body === null || request.method === "GET" || request.method === "HEAD";
+  return new Request(request.url, {
+    method: request.method,
+    headers: request.headers,
+    redirect: request.redirect,
+    ...(bodiless ? {} : { body: (request.body as ArrayBuffer).slice(0) }),
+  });
+}
+
+/** The request a redirect leads to, with the Fetch standard's method rewrites. */
+function redirected(request: Outgoing, status: number, location: string): Outgoing {
+  const toGet =
+    ((status === 301 || status === 302) && request.method === "POST") ||
+    (status === 303 && request.method !== "HEAD");
+  if (!toGet) return { ...request, url: location };
+  const headers = new Headers(request.headers);
+  for (const name of REQUEST_BODY_HEADERS) headers.delete(name);
+  return { ...request, url: location, method: "GET", headers, body: null };
+}
+
+/** A scripted Response as fetch returns one: `url` and `redirected` set. */
+function asFetched(response: Response, url: string, redirected: boolean): Response {
+  Object.defineProperty(response, "url", { value: url, enumerable: true });
+  if (redirected) Object.defineProperty(response, "redirected", { value: true, enumerable: true });
+  return response;
+}
+
+/** Misuse of eutaxy: the scenario scripts no answer, so the check ends with exit 2. */
+function unscripted(run: RunContext, invocation: string, method: string, url: string): InputError {
+  const origin = new URL(url).origin;
+  const error = new InputError(
+    run.world.file,
+    `${invocation} fetched ${method} ${url}, but the scenario scripts no answer for it: add outbound({ "${origin}/": (request) => … }) to its setup`,
+  );
+  (run as { fail?(e: Error): void }).fail?.(error);
+  return error;
+}
+
+/** What a subrequest rejects with when its connection drops (workerd: DISCONNECTED). */
+export function connectionLost(): Error {
+  const error = new Error("Network connection lost.");
+  Object.defineProperty(error, "retryable", { value: true, enumerable: true });
+  return error;
 }

@@ -1,0 +1,37 @@
+/**
+ * The cron driver through `check()`: a scheduled handler whose `ctx.waitUntil` work is an effect
+ * of the same invocation, explored like any other (js/test/fixtures/cron).
+ */
+
+import { describe, expect, it } from "vitest";
+import { type CheckResult, check } from "../src/index.ts";
+
+const fixture = (file: string) => new URL(`./fixtures/cron/${file}`, import.meta.url).pathname;
+
+function violated(result: CheckResult): Extract<CheckResult, { verdict: "VIOLATED" }> {
+  if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
+  return result;
+}
+
+describe("cron with ctx.waitUntil", () => {
+  it("finds the tick a crash in the waitUntil work leaves without its audit row", async () => {
+    const result = violated(await check(fixture("tick.sim.ts")));
+    expect(result.invariant).toBe("every-tick-audited");
+    expect(result.eventsKept).toHaveLength(1);
+    const [event] = result.eventsKept;
+    expect(event).toMatch(/^cron-\d$/);
+    // Only the waitUntil work makes a batch: effect #1, after the handler returned.
+    expect(result.faults).toHaveLength(1);
+    expect(result.faults[0]).toMatchObject({ invocation: `${event}#1`, effect: 1, label: "D1:DB batch" });
+    expect(result.trace).toContain(`${event}#1 effect #0 D1:DB run: proceed`);
+    expect(result.trace.some((line) => line.startsWith(`${event}#1 effect #1 D1:DB batch: `))).toBe(true);
+  });
+
+  it("holds an invariant the waitUntil batch keeps, after exploring faults there", async () => {
+    const result = await check(fixture("tally.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+    // One run without faults, and three faults (crash before, crash after, lost connection) at
+    // each of the two effects of each of the two ticks.
+    if (result.verdict === "BOUNDED") expect(result.runs).toBe(13);
+  });
+});
