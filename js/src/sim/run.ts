@@ -244,11 +244,11 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       get invocation() {
         return run.running?.id ?? "init";
       },
-      effect(label, perform) {
+      effect(label, perform, options) {
         if (!run.running) {
           return Promise.reject(new Error(`Disallowed operation called within global scope: ${label}`));
         }
-        return run.running.effect(label, perform);
+        return run.running.effect(label, perform, options);
       },
     };
   }
