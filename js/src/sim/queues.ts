@@ -1,36 +1,673 @@
 /**
- * Cloudflare Queues, simulated over a SQLite store per queue in the engine. (Being written.)
+ * Cloudflare Queues, simulated over one SQLite store per queue in the engine (`queue:<name>`).
+ *
+ * The producer binding (`env.JOBS`) gives Worker code `send`, `sendBatch` and `metrics`, each one
+ * effect labelled `Queue:<binding> <method>`. A queue with a consumer gets its messages delivered
+ * as the platform's own work after the current event: a batch of up to `max_batch_size` messages
+ * is one invocation (`batch-1#1`) of the consumer's `queue` handler, and the end of a successful
+ * batch, the acknowledgement reaching the queue, is one more effect of that invocation,
+ * `Queue:<queue> ack`. A crash before it is the documented at-least-once case: the work was done
+ * but the queue never heard, so every message of the batch is delivered again (`batch-1#2`).
+ *
+ * Sources:
+ * - Cloudflare's docs, "JavaScript APIs" (developers.cloudflare.com/queues/configuration/
+ *   javascript-apis/): the shapes of `Queue`, `MessageBatch`, `Message`, the content types, and
+ *   "the entire batch will be considered a failure" when the handler or a `waitUntil` rejects.
+ * - "Batching, Retries and Delays" (…/queues/configuration/batching-retries/): the ack/retry
+ *   precedence rules, `max_retries`, `retry_delay`, message delay precedence.
+ * - "Dead Letter Queues" (…/queues/configuration/dead-letter-queues/), "Delivery guarantees"
+ *   (…/queues/reference/delivery-guarantees/), "Limits" (…/queues/platform/limits/: 128 KB per
+ *   message, 100 messages and 256 KB per `sendBatch`, 12 hours of delay, 1 KB = 1000 bytes) and
+ *   "Error codes" (…/queues/reference/error-codes/).
+ * - workerd's src/workerd/api/queue.c++ for what the docs leave open: the TypeErrors and their
+ *   texts, content-type validation, serialization per content type, which calls to
+ *   ack/retry/ackAll/retryAll are ignored, the two error formats behind the
+ *   `queue_expose_error_codes` flag, and the send response's backlog metrics.
+ *
+ * Choices the sources leave to the simulation:
+ * - Explicit `ack()`s (and `ackAll()`) are recorded by the platform as they are made (workerd
+ *   keeps them outside the isolate), so they hold when the handler throws, when the invocation
+ *   dies, and when the final ack effect is lost; what a lost ack effect loses is the implicit
+ *   acknowledgement of the rest of a returning batch.
+ * - A retried batch is redelivered as the next delivery of the same batch (`batch-1#2`) with the
+ *   messages it still owes, so that the engine can bound and shrink platform retries like a
+ *   client's resends; a message is retried `max_retries` times at most, then dead-lettered.
+ * - Delays order new batches by a virtual "visible at" time; no real time passes, so a delayed
+ *   message is delivered after those visible before it, and a redelivery does not wait out its
+ *   retry delay. `max_batch_timeout` is not modelled: a batch goes out after the current event.
+ *
+ * Where Miniflare differs from production this follows production: Miniflare retries every
+ * message of a batch whose handler threw, explicit acks included, and drops messages sent to a
+ * queue without a consumer; Cloudflare keeps explicit acks and keeps the messages.
  */
 
-import type { Engine } from "../engine.ts";
+import { deserialize as v8Deserialize, serialize as v8Serialize } from "node:v8";
+import type { D1StatementSpec, Engine } from "../engine.ts";
+import { InputError } from "../errors.ts";
+import type { WorkerConfig } from "../load/wrangler.ts";
 import type { RunContext } from "./context.ts";
 import type { EffectScope } from "./effect-scope.ts";
-import type { BindingSpec } from "./world.ts";
+import { callHandler } from "./handlers.ts";
+import type { Invocation } from "./invocation.ts";
+import type { ExecutionContextLike } from "./workers-module.ts";
+import type { BindingSpec, SimQueue } from "./world.ts";
 
-/** The schema of a queue's store, applied once at setup. */
-export const QUEUE_SCHEMA =
-  "CREATE TABLE messages (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, body BLOB, content_type TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, sent_at INTEGER NOT NULL, state TEXT NOT NULL DEFAULT 'ready')";
+/**
+ * The schema of a queue's store, applied once at setup. `messages` holds every message still in
+ * the queue: `seq` is the send order, `visible_at` the virtual time it may be delivered from,
+ * `attempts` its deliveries so far, and `lease` the batch (`batch-3`) it was delivered in while
+ * that batch still owes it a redelivery. `dropped` keeps the messages that ran out of retries
+ * with no dead letter queue, so invariants can see what was lost.
+ */
+export const QUEUE_SCHEMA = [
+  "CREATE TABLE messages (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, body BLOB NOT NULL, content_type TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, sent_at INTEGER NOT NULL, visible_at INTEGER NOT NULL, lease TEXT)",
+  "CREATE TABLE dropped (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, body BLOB NOT NULL, content_type TEXT NOT NULL, attempts INTEGER NOT NULL)",
+].join(";\n");
 
+export type QueueContentType = "text" | "bytes" | "json" | "v8";
+const CONTENT_TYPES: readonly QueueContentType[] = ["text", "bytes", "json", "v8"];
+
+/** Limits from the docs' "Limits" page; 1 KB is 1000 bytes there. */
+const MESSAGE_BYTES_MAX = 128_000;
+const BATCH_MESSAGES_MAX = 100;
+const BATCH_BYTES_MAX = 256_000;
+const DELAY_SECONDS_MAX = 43_200;
+/** `waitUntil` promises a batch waits for; a handler that keeps adding more is cut off here. */
+const WAIT_UNTIL_MAX = 1_000;
+
+/** The engine stream message ids are drawn from, apart from every invocation's own stream. */
+const ID_STREAM = "queue-ids";
+
+/** What a producer's broker call can fail with, as the docs' error-code table lists it. */
+interface BrokerFailure {
+  readonly status: 400 | 413;
+  readonly code: number;
+  readonly cause: string;
+}
+const MESSAGE_TOO_LARGE: BrokerFailure = { status: 413, code: 10204, cause: "Message size out of bounds" };
+const BATCH_TOO_LARGE: BrokerFailure = { status: 413, code: 10205, cause: "Batch size out of bounds" };
+const BATCH_TOO_MANY: BrokerFailure = { status: 413, code: 10206, cause: "Batch count out of bounds" };
+const BAD_METADATA: BrokerFailure = { status: 400, code: 10203, cause: "Invalid message metadata" };
+const STATUS_TEXT = { 400: "Bad Request", 413: "Payload Too Large" } as const;
+
+/** The compatibility behaviours of the sending Worker that change what a producer does. */
+interface Compat {
+  /** `queues_json_messages` (default from 2024-03-18): json rather than v8 without a content type. */
+  readonly jsonByDefault: boolean;
+  /** `queue_expose_error_codes` (default from 2026-03-12): "<cause> (<code>)" error messages. */
+  readonly errorCodes: boolean;
+}
+
+/** A message ready to enqueue: its serialized body, content type and own delay. */
+interface Outgoing {
+  readonly bytes: Uint8Array;
+  readonly contentType: QueueContentType;
+  readonly delaySeconds: number | undefined;
+}
+
+/** One message row of a queue's store. */
+interface StoredMessage {
+  readonly seq: number;
+  readonly id: string;
+  readonly body: Uint8Array;
+  readonly contentType: QueueContentType;
+  readonly attempts: number;
+  readonly sentAt: number;
+}
+
+type QueueEngine = Pick<Engine, "d1Run" | "d1Batch" | "fillRandom">;
+
+// ---------------------------------------------------------------------------------------------
+// The producer binding.
+
+/** Creates `env.<binding>` for a queue producer; every call to the queue is one effect of `scope`. */
 export function createQueueProducer(
   spec: Extract<BindingSpec, { kind: "queue" }>,
   scope: EffectScope,
   run: RunContext,
 ): object {
-  void scope;
-  void run;
-  throw new Error(`queue binding ${spec.name} is not simulated yet`);
+  const owner = run.world.workers.find((w) => w.bindings.get(spec.name) === spec);
+  const binding = `${owner?.prefix ?? ""}${spec.name}`;
+  const queue = run.world.queues.get(spec.queue);
+  if (!queue) throw new Error(`queue ${spec.queue} of binding ${binding} is not in the world`);
+  const compat = compatOf(owner?.config);
+  // The producer's `delivery_delay` is the queue-level default a message's own delay overrides.
+  const defaultDelay = owner?.config?.queueProducers.find((p) => p.binding === spec.name)?.deliveryDelay;
+
+  const enqueueAs = (method: "send" | "sendBatch", outgoing: readonly Outgoing[], batchDelay?: number) =>
+    scope.effect(`Queue:${binding} ${method}`, () => {
+      const failure = brokerCheck(method, outgoing, batchDelay);
+      if (failure) throw brokerError(method, failure, compat);
+      enqueue(run, queue, outgoing, batchDelay ?? defaultDelay);
+      return { metadata: { metrics: backlog(run.engine, queue.store) } };
+    });
+
+  return {
+    send(body: unknown, options?: { contentType?: string; delaySeconds?: number }): Promise<unknown> {
+      let outgoing: Outgoing;
+      try {
+        // workerd checks these before the round trip; its promise-returning methods reject.
+        outgoing = prepare(body, options?.contentType, options?.delaySeconds, compat, true);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return enqueueAs("send", [outgoing]);
+    },
+    sendBatch(messages: Iterable<unknown>, options?: { delaySeconds?: number }): Promise<unknown> {
+      let outgoing: Outgoing[];
+      try {
+        const requests = Array.from(messages ?? [], (m) => (m ?? {}) as Record<string, unknown>);
+        if (requests.length === 0) throw new TypeError("sendBatch() requires at least one message");
+        outgoing = requests.map((m) => prepare(m.body, m.contentType, m.delaySeconds, compat, false));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return enqueueAs("sendBatch", outgoing, options?.delaySeconds);
+    },
+    metrics(): Promise<unknown> {
+      return scope.effect(`Queue:${binding} metrics`, () => backlog(run.engine, queue.store));
+    },
+  };
 }
+
+function compatOf(config: WorkerConfig | undefined): Compat {
+  const on = (flag: string, date: string) => {
+    const flags = config?.compatibilityFlags ?? [];
+    if (flags.includes(flag)) return true;
+    if (flags.includes(`no_${flag}`)) return false;
+    // Wrangler takes today's date when a config gives none, so the newest behaviour applies.
+    return (config?.compatibilityDate ?? "9999-12-31") >= date;
+  };
+  return {
+    jsonByDefault: on("queues_json_messages", "2024-03-18"),
+    errorCodes: on("queue_expose_error_codes", "2026-03-12"),
+  };
+}
+
+/** Validates and serializes one message as workerd does before anything is sent. */
+function prepare(
+  body: unknown,
+  contentType: unknown,
+  delaySeconds: unknown,
+  compat: Compat,
+  detach: boolean,
+): Outgoing {
+  if (body === undefined) throw new TypeError("Message body cannot be undefined");
+  const type =
+    contentType === undefined ? (compat.jsonByDefault ? "json" : "v8") : validateContentType(contentType);
+  const bytes = serialize(body, type);
+  // `send` detaches an ArrayBuffer it is given with "bytes", as workerd does (observable in JS).
+  if (detach && type === "bytes") detachBuffer(body as ArrayBufferView);
+  return { bytes, contentType: type, delaySeconds: delaySeconds as number | undefined };
+}
+
+function validateContentType(contentType: unknown): QueueContentType {
+  const lower = String(contentType).toLowerCase();
+  const found = CONTENT_TYPES.find((t) => t === lower);
+  if (!found) throw new TypeError(`Unsupported queue message content type: ${String(contentType)}`);
+  return found;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** A body as the bytes the queue stores, per content type (workerd's `serialize`). */
+export function serialize(body: unknown, type: QueueContentType): Uint8Array {
+  switch (type) {
+    case "text":
+      if (typeof body !== "string") throw requires("text", "string", body);
+      return encoder.encode(body);
+    case "bytes": {
+      if (!ArrayBuffer.isView(body)) throw requires("bytes", "ArrayBufferView", body);
+      return new Uint8Array(body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength));
+    }
+    case "json":
+      // V8's JSON::Stringify turns an unserializable value (a function) into the text
+      // "undefined", which the consumer then fails to parse; String() does the same.
+      return encoder.encode(String(JSON.stringify(body)));
+    case "v8":
+      // Node's serializer is V8's: the structured clone the runtime sends, DataCloneError included.
+      return new Uint8Array(v8Serialize(body));
+  }
+}
+
+/** A stored body as the consumer gets it (workerd's `deserialize`). */
+export function deserialize(bytes: Uint8Array, type: QueueContentType): unknown {
+  switch (type) {
+    case "text":
+      return decoder.decode(bytes);
+    case "bytes":
+      return bytes.slice().buffer;
+    case "json":
+      return JSON.parse(decoder.decode(bytes));
+    case "v8":
+      return v8Deserialize(Buffer.from(bytes));
+  }
+}
+
+function requires(type: string, expected: string, body: unknown): TypeError {
+  return new TypeError(
+    `Content Type "${type}" requires a value of type ${expected}, but received: ${typeof body}`,
+  );
+}
+
+function detachBuffer(view: ArrayBufferView): void {
+  try {
+    structuredClone(view.buffer, { transfer: [view.buffer as ArrayBuffer] });
+  } catch {
+    // Not detachable (a SharedArrayBuffer, wasm memory): workerd copies without detaching too.
+  }
+}
+
+/**
+ * What the queue's broker rejects after the round trip: sizes, counts and delays beyond the
+ * documented limits. Message sizes count the serialized body.
+ */
+function brokerCheck(
+  method: "send" | "sendBatch",
+  outgoing: readonly Outgoing[],
+  batchDelay: unknown,
+): BrokerFailure | undefined {
+  if (method === "sendBatch") {
+    if (outgoing.length > BATCH_MESSAGES_MAX) return BATCH_TOO_MANY;
+    if (outgoing.some((m) => m.bytes.length > MESSAGE_BYTES_MAX)) return MESSAGE_TOO_LARGE;
+    if (outgoing.reduce((sum, m) => sum + m.bytes.length, 0) > BATCH_BYTES_MAX) return BATCH_TOO_LARGE;
+    if (batchDelay !== undefined && !validDelay(batchDelay)) return BAD_METADATA;
+  } else if (outgoing.some((m) => m.bytes.length > MESSAGE_BYTES_MAX)) {
+    return MESSAGE_TOO_LARGE;
+  }
+  if (outgoing.some((m) => m.delaySeconds !== undefined && !validDelay(m.delaySeconds))) return BAD_METADATA;
+  return undefined;
+}
+
+function validDelay(delay: unknown): boolean {
+  return typeof delay === "number" && Number.isInteger(delay) && delay >= 0 && delay <= DELAY_SECONDS_MAX;
+}
+
+/**
+ * The Error a failed send rejects with. Without `queue_expose_error_codes` workerd reports the
+ * HTTP status text (`Queue send failed: Payload Too Large`); with it, the broker's cause and
+ * code. The broker's cause texts are not published: the docs' error-code table's wording stands
+ * in for them (`Message size out of bounds (10204)`).
+ */
+function brokerError(method: "send" | "sendBatch", failure: BrokerFailure, compat: Compat): Error {
+  if (compat.errorCodes) return new Error(`${failure.cause} (${failure.code})`);
+  return new Error(`Queue ${method} failed: ${STATUS_TEXT[failure.status]}`);
+}
+
+/** Adds messages to `queue`'s store and makes sure its consumer will get them. */
+function enqueue(run: RunContext, queue: SimQueue, outgoing: readonly Outgoing[], delay?: number): void {
+  const now = run.nowMs();
+  run.engine.d1Batch(
+    queue.store,
+    outgoing.map((m) => ({
+      sql: "INSERT INTO messages (id, body, content_type, sent_at, visible_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+      params: [
+        messageId(run.engine),
+        m.bytes,
+        m.contentType,
+        now,
+        // A message's own delay wins over the batch's or the queue's, 0 included (docs).
+        now + (m.delaySeconds ?? delay ?? 0) * 1000,
+      ],
+    })),
+  );
+  scheduleBatch(run, queue);
+}
+
+/** A message id shaped like Cloudflare's (32 hex digits), from the run's own id stream. */
+function messageId(engine: QueueEngine): string {
+  const bytes = new Uint8Array(16);
+  engine.fillRandom(ID_STREAM, bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** The queue's backlog, as `metrics()` and the send responses report it. */
+function backlog(engine: QueueEngine, store: string): Record<string, unknown> {
+  const row = engine.d1Run(
+    store,
+    "SELECT COUNT(*), COALESCE(SUM(LENGTH(body)), 0), MIN(sent_at) FROM messages",
+    [],
+  ).rows[0] as [number, number, number | null];
+  const [backlogCount, backlogBytes, oldest] = row;
+  return {
+    backlogCount,
+    backlogBytes,
+    ...(oldest === null ? {} : { oldestMessageTimestamp: new Date(oldest) }),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages from outside the Workers: the queue driver.
 
 /** Sends `body` to queue `name` from outside the Workers (the queue driver's event `from`). */
 export function sendFromOutside(run: RunContext, name: string, body: unknown, from: string): void {
-  void run;
-  void body;
-  throw new Error(`${from}: queue ${name} is not simulated yet`);
+  const queue = run.world.queues.get(name);
+  if (!queue) {
+    const known = [...run.world.queues.keys()];
+    throw new InputError(
+      run.world.file,
+      `queue("${name}", …) sends to a queue no Worker of the scenario produces to or consumes; ${
+        known.length ? `the queues are ${known.join(", ")}` : "no Worker has a queue"
+      }`,
+    );
+  }
+  if (body === undefined || JSON.stringify(body) === undefined) {
+    throw new InputError(run.world.file, `${from}: a queue message body must be a JSON value`);
+  }
+  const bytes = serialize(body, "json");
+  if (bytes.length > MESSAGE_BYTES_MAX) {
+    throw new InputError(run.world.file, `${from}: the message is over Cloudflare's 128 KB limit`);
+  }
+  run.trace(`${from} sent to queue ${name}`);
+  enqueue(run, queue, [{ bytes, contentType: "json", delaySeconds: undefined }]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Delivery: the platform's own work.
+
+/** Queues a batch delivery for `queue` unless one is already waiting or nobody consumes it. */
+function scheduleBatch(run: RunContext, queue: SimQueue): void {
+  if (!queue.consumer) return;
+  const waiting = run.memo("queues:batch-scheduled", () => new Set<string>());
+  if (waiting.has(queue.name)) return;
+  waiting.add(queue.name);
+  run.later({
+    kind: "batch",
+    run: async (context, name) => {
+      waiting.delete(queue.name);
+      await deliverNewBatch(context, queue, name);
+    },
+  });
+}
+
+/**
+ * Delivers the next batch of `queue` as `<name>#1`: the messages no batch holds, in order of
+ * visibility then sending, that are visible when the first of them is (no real time passes: a
+ * delayed message is simply delivered after the ones before it), up to `max_batch_size`.
+ */
+async function deliverNewBatch(run: RunContext, queue: SimQueue, name: string): Promise<void> {
+  const consumer = queue.consumer;
+  if (!consumer) return;
+  const taken = run.engine.d1Run(
+    queue.store,
+    "UPDATE messages SET lease = ?1 WHERE seq IN (SELECT seq FROM messages WHERE lease IS NULL AND visible_at <= MAX(?2, (SELECT MIN(visible_at) FROM messages WHERE lease IS NULL)) ORDER BY visible_at, seq LIMIT ?3)",
+    [name, run.nowMs(), consumer.settings.maxBatchSize],
+  );
+  if (taken.changes > 0) await deliverLeased(run, queue, name, 1);
+}
+
+/**
+ * Delivers the messages batch `name` holds as invocation `<name>#<delivery>`, then settles
+ * them: acknowledged ones leave the queue, retried ones stay for delivery `delivery + 1` (or go
+ * to the dead letter queue, or are dropped, once out of retries).
+ */
+async function deliverLeased(
+  run: RunContext,
+  queue: SimQueue,
+  name: string,
+  delivery: number,
+): Promise<void> {
+  const consumer = queue.consumer;
+  if (!consumer) return;
+  const { engine } = run;
+  const messages = engine
+    .d1Run(
+      queue.store,
+      "UPDATE messages SET attempts = attempts + 1 WHERE lease = ?1 RETURNING seq, id, body, content_type, attempts, sent_at, visible_at",
+      [name],
+    )
+    .rows.sort((a, b) => (a[6] as number) - (b[6] as number) || (a[0] as number) - (b[0] as number))
+    .map(
+      (row): StoredMessage => ({
+        seq: row[0] as number,
+        id: row[1] as string,
+        body: row[2] as Uint8Array,
+        contentType: row[3] as QueueContentType,
+        attempts: row[4] as number,
+        sentAt: row[5] as number,
+      }),
+    );
+  if (messages.length === 0) return;
+  const metrics = backlog(engine, queue.store);
+  const id = `${name}#${delivery}`;
+  const result = new BatchResult();
+
+  await run.deliver(id, {
+    worker: consumer.worker,
+    body: async (ctx, env, invocation) => {
+      const batch = messageBatch(queue.name, messages, metrics, result);
+      const waits: Promise<unknown>[] = [];
+      const handlerCtx: ExecutionContextLike = {
+        waitUntil(promise) {
+          waits.push(Promise.resolve(promise));
+          ctx.waitUntil(promise);
+        },
+        passThroughOnException: () => ctx.passThroughOnException(),
+        props: ctx.props,
+      };
+      await callHandler(run, consumer.worker, undefined, "queue", batch, env, handlerCtx);
+      // The batch succeeds once the handler and every waitUntil promise have resolved (docs).
+      for (let i = 0; i < waits.length && i < WAIT_UNTIL_MAX; i++) await waits[i];
+      await ackEffect(run, queue, invocation, id, messages, result);
+    },
+  });
+  if (!result.reported) {
+    // The queue never heard of a success: the handler threw or the invocation died. Explicit
+    // acks (and ackAll) still hold, as the docs promise "even if your queue consumer fails".
+    settle(run, queue, id, messages, result, false);
+  }
+  const [owed, waiting] = engine.d1Run(
+    queue.store,
+    "SELECT COUNT(*) FILTER (WHERE lease = ?1), COUNT(*) FILTER (WHERE lease IS NULL) FROM messages",
+    [name],
+  ).rows[0] as [number, number];
+  if (waiting > 0) scheduleBatch(run, queue);
+  // Each retry is one more delivery of the batch, bounded by max_retries (settle) and by the
+  // run's redeliveries, which the engine grants like a client's resends and shrinks.
+  if (owed > 0 && engine.redeliverPlatform(name, delivery + 1)) {
+    run.later({
+      // The run names platform work by its kind; a redelivery keeps the batch's own name
+      // (`batch-1#2`), so the name the run offers here is not used.
+      kind: "redelivery",
+      run: (context) => deliverLeased(context, queue, name, delivery + 1),
+    });
+  }
+}
+
+/** The acknowledgement of a successful batch reaching the queue: one effect of the batch. */
+function ackEffect(
+  run: RunContext,
+  queue: SimQueue,
+  invocation: Invocation,
+  id: string,
+  messages: readonly StoredMessage[],
+  result: BatchResult,
+): Promise<void> {
+  return invocation.effect(`Queue:${queue.name} ack`, () => {
+    result.reported = true;
+    settle(run, queue, id, messages, result, true);
+  });
+}
+
+/**
+ * What the consumer said about a batch, recorded as workerd records it: the first of `ack` and
+ * `retry` on a message wins, `ackAll` and `retryAll` exclude each other, and a call on a single
+ * message takes precedence over the batch-level call whichever comes first, except that
+ * `ack()` after `retryAll()` and `retry()` after `ackAll()` are ignored (workerd logs a warning).
+ */
+class BatchResult {
+  readonly acks = new Set<string>();
+  /** Explicit retries and their own delays. */
+  readonly retries = new Map<string, number | undefined>();
+  ackAll = false;
+  retryAll: { delaySeconds: number | undefined } | undefined;
+  /** Set when the ack effect ran: the queue heard the batch's outcome. */
+  reported = false;
+}
+
+function messageBatch(
+  queue: string,
+  stored: readonly StoredMessage[],
+  metrics: Record<string, unknown>,
+  result: BatchResult,
+): object {
+  const messages = Object.freeze(
+    stored.map((m) => {
+      const body = deserialize(m.body, m.contentType);
+      const timestamp = new Date(m.sentAt);
+      return Object.freeze({
+        id: m.id,
+        timestamp,
+        body,
+        attempts: m.attempts,
+        ack(): void {
+          if (result.ackAll || result.retryAll || result.retries.has(m.id)) return;
+          result.acks.add(m.id);
+        },
+        retry(options?: { delaySeconds?: number }): void {
+          if (result.ackAll || result.acks.has(m.id)) return;
+          result.retries.set(m.id, options?.delaySeconds ?? result.retries.get(m.id));
+        },
+      });
+    }),
+  );
+  return Object.freeze({
+    queue,
+    messages,
+    metadata: { metrics },
+    ackAll(): void {
+      if (!result.retryAll) result.ackAll = true;
+    },
+    retryAll(options?: { delaySeconds?: number }): void {
+      if (!result.ackAll) result.retryAll = { delaySeconds: options?.delaySeconds };
+    },
+  });
+}
+
+/**
+ * Applies a batch's outcome to the store. `succeeded`: the handler returned and the queue heard
+ * it, so messages nobody retried are acknowledged; otherwise every message not explicitly
+ * acknowledged is retried. A retried message out of retries (its deliveries exceed
+ * `max_retries`) goes to the dead letter queue, or is dropped without one.
+ */
+function settle(
+  run: RunContext,
+  queue: SimQueue,
+  id: string,
+  messages: readonly StoredMessage[],
+  result: BatchResult,
+  succeeded: boolean,
+): void {
+  const consumer = queue.consumer;
+  if (!consumer) return;
+  const { maxRetries, retryDelay, deadLetterQueue } = consumer.settings;
+  const acked: number[] = [];
+  const retried: [number, number][] = [];
+  const exhausted: StoredMessage[] = [];
+  for (const m of messages) {
+    const explicit = result.retries.has(m.id);
+    const ack = result.acks.has(m.id) || (!explicit && (result.ackAll || (succeeded && !result.retryAll)));
+    if (ack) {
+      acked.push(m.seq);
+    } else if (m.attempts > maxRetries) {
+      exhausted.push(m);
+    } else {
+      const delay =
+        (explicit ? result.retries.get(m.id) : undefined) ?? result.retryAll?.delaySeconds ?? retryDelay ?? 0;
+      retried.push([m.seq, run.nowMs() + delay * 1000]);
+    }
+  }
+  const { engine } = run;
+  const gone = [...acked, ...exhausted.map((m) => m.seq)];
+  const statements: D1StatementSpec[] = [
+    ...(gone.length === 0
+      ? []
+      : [
+          {
+            sql: "DELETE FROM messages WHERE seq IN (SELECT value FROM json_each(?1))",
+            params: [JSON.stringify(gone)],
+          },
+        ]),
+    ...retried.map(([seq, visibleAt]) => ({
+      sql: "UPDATE messages SET visible_at = ?2 WHERE seq = ?1",
+      params: [seq, visibleAt],
+    })),
+  ];
+  const dlq = deadLetterQueue === undefined ? undefined : run.world.queues.get(deadLetterQueue);
+  if (!dlq) {
+    for (const m of exhausted) {
+      statements.push({
+        sql: "INSERT INTO dropped (id, body, content_type, attempts) VALUES (?1, ?2, ?3, ?4)",
+        params: [m.id, m.body, m.contentType, m.attempts],
+      });
+    }
+  }
+  if (statements.length > 0) engine.d1Batch(queue.store, statements);
+  if (dlq && exhausted.length > 0) {
+    // A dead-lettered message is a message of the other queue, with its id and timestamp.
+    engine.d1Batch(
+      dlq.store,
+      exhausted.map((m) => ({
+        sql: "INSERT INTO messages (id, body, content_type, sent_at, visible_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params: [m.id, m.body, m.contentType, m.sentAt, run.nowMs()],
+      })),
+    );
+    scheduleBatch(run, dlq);
+  }
+  const parts = [`acked ${acked.length}`, `retried ${retried.length}`];
+  if (exhausted.length > 0) {
+    parts.push(dlq ? `dead-lettered ${exhausted.length} to ${dlq.name}` : `dropped ${exhausted.length}`);
+  }
+  run.trace(`${id} ${succeeded ? "succeeded" : "failed"} on queue ${queue.name}: ${parts.join(", ")}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The state at the end of a run, for invariants.
+
+/** A message still in a queue at the end of a run. */
+export interface QueuedMessage {
+  readonly id: string;
+  readonly body: unknown;
+  /** Deliveries so far. */
+  readonly attempts: number;
+  readonly timestamp: Date;
+}
+
+/** The messages still in a queue (waiting, delayed or owed a redelivery), in delivery order. */
+export function queueMessages(engine: Pick<Engine, "d1Run">, store: string): QueuedMessage[] {
+  return engine
+    .d1Run(
+      store,
+      "SELECT id, body, content_type, attempts, sent_at FROM messages ORDER BY visible_at, seq",
+      [],
+    )
+    .rows.map((row) => ({
+      id: row[0] as string,
+      body: bodyOf(row[1], row[2]),
+      attempts: row[3] as number,
+      timestamp: new Date(row[4] as number),
+    }));
 }
 
 /** The bodies of the messages still in a queue at the end of a run. */
-export function queueBodies(engine: Engine, store: string): unknown[] {
-  void engine;
-  void store;
-  return [];
+export function queueBodies(engine: Pick<Engine, "d1Run">, store: string): unknown[] {
+  return queueMessages(engine, store).map((m) => m.body);
+}
+
+/** The bodies of the messages a queue dropped after `max_retries` without a dead letter queue. */
+export function droppedBodies(engine: Pick<Engine, "d1Run">, store: string): unknown[] {
+  return engine
+    .d1Run(store, "SELECT body, content_type FROM dropped ORDER BY seq", [])
+    .rows.map((row) => bodyOf(row[0], row[1]));
+}
+
+/** A stored body for an invariant; one the consumer could not parse either is shown as text. */
+function bodyOf(body: unknown, contentType: unknown): unknown {
+  const bytes = body instanceof Uint8Array ? body : encoder.encode(String(body));
+  try {
+    return deserialize(bytes, contentType as QueueContentType);
+  } catch {
+    return decoder.decode(bytes);
+  }
 }
