@@ -1,0 +1,276 @@
+/**
+ * The object's side of a Durable Object: one instance per object per run (kept in `run.memo`),
+ * constructed `new Class(ctx, env)` inside the invocation of its first call; its `ctx`; resets
+ * that discard it; and the delivery of its alarms. The caller's side (namespace, ids, stubs) is
+ * in durable-objects.ts, whose header states the model.
+ */
+
+import { InputError, shown } from "../errors.ts";
+import type { Env, RunContext } from "./context.ts";
+import type { SimDurableObjectId } from "./durable-object-id.ts";
+import { SimDurableObjectStorage } from "./durable-object-storage.ts";
+import { ObjectStore } from "./durable-object-store.ts";
+import { clearAlarm, readAlarm, type StorageHooks } from "./durable-object-tables.ts";
+import type { EffectScope } from "./effect-scope.ts";
+import { buildEnv } from "./env.ts";
+import type { Invocation } from "./invocation.ts";
+import type { DurableObjectNamespace } from "./world.ts";
+
+/** The first delivery of an alarm and its retries (docs: "up to 6 retries"). */
+const ALARM_DELIVERIES_MAX = 7;
+/** `blockConcurrencyWhile` callbacks one call waits for at most. */
+const BLOCKERS_PER_CALL_MAX = 1_000;
+
+export type Instance = Record<string, unknown>;
+
+/** A constructed instance of the object's class and what it is doing. */
+interface LiveObject {
+  instance: Instance | undefined;
+  /** `blockConcurrencyWhile` callbacks not yet waited for. */
+  readonly blockers: Promise<unknown>[];
+  /** Invocations in the middle of a call on this instance; one that dies takes the instance. */
+  readonly serving: Set<Invocation>;
+}
+
+/** One object in one run: its identity, its store, its live instance if any. */
+export interface ObjectSlot {
+  readonly namespace: DurableObjectNamespace;
+  readonly id: SimDurableObjectId;
+  readonly store: ObjectStore;
+  live: LiveObject | undefined;
+  /** The generation of the alarm whose handler runs now. */
+  runningAlarm: number | undefined;
+}
+
+/** The object of `id` in this run, its store opened lazily by the storage calls. */
+export function slotOf(
+  run: RunContext,
+  namespace: DurableObjectNamespace,
+  id: SimDurableObjectId,
+): ObjectSlot {
+  const slots = run.memo("durableObjects", () => new Map<string, ObjectSlot>());
+  const store = `${namespace.storePrefix}${id.toString()}`;
+  let slot = slots.get(store);
+  if (!slot) {
+    slot = {
+      namespace,
+      id,
+      store: new ObjectStore(run.engine, store),
+      live: undefined,
+      runningAlarm: undefined,
+    };
+    slots.set(store, slot);
+  }
+  return slot;
+}
+
+/**
+ * Serves one call (or alarm) on the object as `invocation`: the live instance, or a fresh one
+ * constructed in this invocation; then the call, once `blockConcurrencyWhile` work is done.
+ */
+export async function serveCall(
+  run: RunContext,
+  slot: ObjectSlot,
+  invocation: Invocation,
+  serve: (instance: Instance) => unknown,
+): Promise<unknown> {
+  const live = liveObject(run, slot, invocation);
+  for (let i = 0; live.blockers.length > 0; i++) {
+    if (i >= BLOCKERS_PER_CALL_MAX) {
+      throw new Error(
+        `eutaxy waits for at most ${BLOCKERS_PER_CALL_MAX} blockConcurrencyWhile callbacks per call`,
+      );
+    }
+    await live.blockers.shift();
+  }
+  try {
+    return await serve(live.instance as Instance);
+  } finally {
+    // Never reached when the invocation dies: then it stays in `serving`, and the next call
+    // finds the instance gone with it.
+    live.serving.delete(invocation);
+  }
+}
+
+function liveObject(run: RunContext, slot: ObjectSlot, invocation: Invocation): LiveObject {
+  const current = slot.live;
+  if (current && [...current.serving].some((other) => !other.live)) {
+    reset(run, slot, "an invocation it was serving died");
+  }
+  const existing = slot.live;
+  if (existing?.instance) {
+    existing.serving.add(invocation);
+    return existing;
+  }
+  const Class = objectClass(run, slot.namespace);
+  const live: LiveObject = { instance: undefined, blockers: [], serving: new Set([invocation]) };
+  slot.live = live;
+  try {
+    const state = new SimDurableObjectState(run, slot, live);
+    live.instance = new Class(state, objectEnv(run, slot.namespace)) as Instance;
+  } catch (error) {
+    if (slot.live === live) slot.live = undefined;
+    throw error;
+  }
+  return live;
+}
+
+function objectClass(
+  run: RunContext,
+  namespace: DurableObjectNamespace,
+): new (
+  ...args: unknown[]
+) => unknown {
+  const { worker, className } = namespace;
+  const Class = run.exportsOf(worker)[className];
+  if (typeof Class !== "function") {
+    const error = new InputError(
+      shown(worker.entry),
+      `Worker ${worker.name} does not export class ${className}, which a durable_objects binding names`,
+    );
+    run.fail(error);
+    throw error;
+  }
+  return Class as new (
+    ...args: unknown[]
+  ) => unknown;
+}
+
+/**
+ * The env an instance keeps for its lifetime. It outlives the invocation that constructed it,
+ * so its bindings make their effects as whichever invocation of the object is running.
+ */
+function objectEnv(run: RunContext, namespace: DurableObjectNamespace): Env {
+  const scope: EffectScope = {
+    get invocation() {
+      return run.current?.id ?? "init";
+    },
+    effect(label, perform, options) {
+      const invocation = run.current;
+      if (!invocation) return Promise.reject(new Error(`${label} was called outside any invocation`));
+      return invocation.effect(label, perform, options);
+    },
+  };
+  return buildEnv(run, namespace.worker, scope);
+}
+
+/** The live instance is gone; the next call constructs a fresh one. Storage is untouched. */
+export function reset(run: RunContext, slot: ObjectSlot, why: string): void {
+  if (!slot.live) return;
+  slot.live = undefined;
+  run.trace(
+    `Durable Object ${slot.namespace.className} ${shortId(slot.id)} reset (${why}): its in-memory state is gone`,
+  );
+}
+
+function shortId(id: SimDurableObjectId): string {
+  return id.name === undefined ? id.toString().slice(0, 12) : `"${id.name}"`;
+}
+
+/** `ctx` (formerly `state`) of an instance. */
+class SimDurableObjectState {
+  readonly id: SimDurableObjectId;
+  readonly storage: SimDurableObjectStorage;
+  readonly props: Readonly<Record<string, unknown>> = {};
+  readonly #run: RunContext;
+  readonly #slot: ObjectSlot;
+  readonly #live: LiveObject;
+
+  constructor(run: RunContext, slot: ObjectSlot, live: LiveObject) {
+    this.#run = run;
+    this.#slot = slot;
+    this.#live = live;
+    this.id = slot.id;
+    this.storage = new SimDurableObjectStorage(slot.store, slot.namespace.sqlite, alarmHooks(run, slot));
+  }
+
+  waitUntil(promise: Promise<unknown>): void {
+    this.#run.current?.waitUntil(promise);
+  }
+
+  /**
+   * Runs `callback` and holds the object's next call until it settles. If it throws, the
+   * object is reset (docs: "the object will be terminated and reset") and the call rejects.
+   */
+  blockConcurrencyWhile<T>(callback: () => Promise<T>): Promise<T> {
+    const run = this.#run;
+    const slot = this.#slot;
+    const live = this.#live;
+    const settled = (async () => callback())().catch((error: unknown) => {
+      if (slot.live === live) reset(run, slot, "its blockConcurrencyWhile callback threw");
+      throw error;
+    });
+    live.blockers.push(settled);
+    return settled;
+  }
+
+  /** Resets the object on purpose (docs: `abort`); the call that aborts gets the reason. */
+  abort(reason?: string): never {
+    if (this.#slot.live === this.#live) reset(this.#run, this.#slot, "it called ctx.abort()");
+    throw new Error(reason ?? "Durable Object was aborted.");
+  }
+
+  acceptWebSocket(): never {
+    throw notSimulated("acceptWebSocket");
+  }
+
+  getWebSockets(): never {
+    throw notSimulated("getWebSockets");
+  }
+
+  setWebSocketAutoResponse(): never {
+    throw notSimulated("setWebSocketAutoResponse");
+  }
+}
+
+function notSimulated(what: string): Error {
+  return new Error(`ctx.${what} is not simulated by eutaxy (WebSockets are out of its scope)`);
+}
+
+function alarmHooks(run: RunContext, slot: ObjectSlot): StorageHooks {
+  return {
+    alarmSet: (generation) =>
+      run.later({ kind: "alarm", run: (context, id) => deliverAlarm(context, slot, generation, id) }),
+    requireAlarmHandler: () => {
+      const prototype = (objectClass(run, slot.namespace) as { prototype?: Instance }).prototype;
+      if (typeof prototype?.alarm !== "function") {
+        throw new Error("Your Durable Object class must have an alarm() handler in order to call setAlarm()");
+      }
+    },
+    runningAlarm: () => slot.runningAlarm,
+  };
+}
+
+/**
+ * Delivers the alarm set as `generation`, if it is still set: `alarm(alarmInfo)` as top-level
+ * invocation `<work>#<attempt>`, retried while the handler throws or dies. A retry stops when the
+ * alarm was deleted or set anew meanwhile (the new one has its own delivery), after 6 retries,
+ * or when the engine grants no more redeliveries.
+ */
+async function deliverAlarm(
+  run: RunContext,
+  slot: ObjectSlot,
+  generation: number,
+  work: string,
+): Promise<void> {
+  for (let attempt = 1; attempt <= ALARM_DELIVERIES_MAX; attempt++) {
+    const alarm = readAlarm(slot.store);
+    if (!alarm || alarm.generation !== generation) return;
+    if (attempt > 1 && !run.engine.redeliverPlatform(work, attempt)) break;
+    slot.runningAlarm = generation;
+    const info = { retryCount: attempt - 1, isRetry: attempt > 1, scheduledTime: alarm.time };
+    const outcome = await run.deliver(`${work}#${attempt}`, {
+      worker: slot.namespace.worker,
+      body: (_ctx, _env, invocation) =>
+        serveCall(run, slot, invocation, (instance) => {
+          const handler = instance.alarm;
+          if (typeof handler !== "function")
+            throw new TypeError("Handler does not export an alarm() function.");
+          return handler.call(instance, info);
+        }),
+    });
+    slot.runningAlarm = undefined;
+    if (outcome.kind === "returned") break;
+  }
+  clearAlarm(slot.store, generation);
+}

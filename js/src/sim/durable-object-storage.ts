@@ -1,0 +1,225 @@
+/**
+ * `ctx.storage` of a Durable Object: the key-value API, transactions, the alarm, and (for
+ * SQLite-backed classes) `sql` and `transactionSync`, over the object's engine store.
+ *
+ * Sources: Cloudflare's docs, "Durable Object Storage" (developers.cloudflare.com/durable-objects/
+ * api/storage-api/: get/put/delete/deleteAll/list and their options, 128 keys per call, keys
+ * sorted in UTF-8 byte order, `transaction`, `sync`, alarms), "Alarms" (one alarm per object,
+ * `getAlarm` during the handler), "Limits" (key 2 KiB; value 128 KiB for key-value-backed objects,
+ * 2 MB for key and value in SQLite-backed ones); workerd for the errors the docs do not word.
+ *
+ * The model of durability (the docs' "output gate"): a write takes effect in the store the moment
+ * it is made and is never lost afterwards, whatever happens to the object or its invocation.
+ * Cloudflare holds the object's outgoing messages until its writes are durable, so a caller
+ * that saw an answer can rely on the writes made before it; a write whose answer nobody saw may
+ * or may not have happened, which crash_after (the object ran, the caller never heard) and
+ * crash_before (the object never saw the call) explore. `sync()` has nothing to wait for.
+ *
+ * Keys and values are encoded as durable-object-values.ts says.
+ */
+
+import { SimSqlStorage } from "./durable-object-sql.ts";
+import type { ObjectStore } from "./durable-object-store.ts";
+import {
+  type AlarmChange,
+  alarmTime,
+  applyWrites,
+  attempt,
+  type ListOptions,
+  listOptions,
+  readMany,
+  readOne,
+  type StorageHooks,
+  scan,
+  visibleAlarm,
+  type Write,
+} from "./durable-object-tables.ts";
+import { SimDurableObjectTransaction } from "./durable-object-transaction.ts";
+import {
+  checkedKey,
+  decodeEntries,
+  encodeValue,
+  KEYS_PER_CALL_MAX,
+  keyList,
+  keyOf,
+  tooManyKeys,
+} from "./durable-object-values.ts";
+
+/** Nested `transactionSync` calls at most. */
+const SYNC_DEPTH_MAX = 100;
+
+export class SimDurableObjectStorage {
+  readonly #store: ObjectStore;
+  readonly #sqlite: boolean;
+  readonly #hooks: StorageHooks;
+  #sql: SimSqlStorage | undefined;
+  #syncDepth = 0;
+
+  constructor(store: ObjectStore, sqlite: boolean, hooks: StorageHooks) {
+    this.#store = store;
+    this.#sqlite = sqlite;
+    this.#hooks = hooks;
+  }
+
+  get sql(): SimSqlStorage {
+    if (!this.#sqlite) throw new Error("SQL is not enabled for this Durable Object class.");
+    this.#sql ??= new SimSqlStorage(this.#store);
+    return this.#sql;
+  }
+
+  get(keys: unknown, _options?: unknown): Promise<unknown> {
+    return attempt(() => {
+      if (Array.isArray(keys)) return readMany(this.#store, keyList(keys));
+      return readOne(this.#store, keyOf(keys));
+    });
+  }
+
+  put(keyOrEntries: unknown, value?: unknown, _options?: unknown): Promise<void> {
+    return attempt(() => {
+      applyWrites(this.#store, this.#encodeWrites(keyOrEntries, value));
+    });
+  }
+
+  delete(keys: unknown, _options?: unknown): Promise<boolean | number> {
+    return attempt(() => {
+      const many = Array.isArray(keys);
+      const names = many ? keyList(keys) : [keyOf(keys)];
+      const deleted = applyWrites(
+        this.#store,
+        names.map((key): Write => [key, null]),
+      );
+      return many ? deleted : deleted > 0;
+    });
+  }
+
+  list(options: ListOptions = {}): Promise<Map<string, unknown>> {
+    return attempt(() => decodeEntries(scan(this.#store, listOptions(options))));
+  }
+
+  /**
+   * Deletes every key; for a SQLite-backed object the whole database: its tables too (docs:
+   * "removes the entire contents of a Durable Object's private SQLite database"). The alarm
+   * stays (docs: "deleteAll() does not proactively delete alarms").
+   */
+  deleteAll(_options?: unknown): Promise<void> {
+    return attempt(() => {
+      if (!this.#sqlite) {
+        this.#store.kv("DELETE FROM _cf_KV");
+        return;
+      }
+      const objects = this.#store.run(
+        "SELECT type, name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' AND name <> '_cf_ALARM' ORDER BY type = 'table', rowid DESC",
+      );
+      this.#store.batch(
+        objects.rows.map(([type, name]) => ({
+          sql: `DROP ${type === "view" ? "VIEW" : "TABLE"} IF EXISTS "${String(name).replaceAll('"', '""')}"`,
+          params: [],
+        })),
+      );
+      this.#store.forgetTables();
+    });
+  }
+
+  /**
+   * Runs `closure` with a transaction whose writes apply together when it resolves, and not at
+   * all when it throws or calls `rollback()`. The writes are buffered here and applied as one
+   * engine batch, so an invocation that dies inside the closure leaves nothing behind. SQL run
+   * through `sql.exec` inside the closure is not part of it (use `transactionSync` for that).
+   */
+  async transaction<T>(closure: (txn: SimDurableObjectTransaction) => Promise<T>): Promise<T> {
+    const txn = new SimDurableObjectTransaction(this.#store, this.#hooks, this.#sqlite);
+    const result = await closure(txn);
+    txn.commit((change) => this.#changeAlarm(change));
+    return result;
+  }
+
+  /** SQLite-backed objects: runs `closure` in a savepoint, rolled back if it throws. */
+  transactionSync<T>(closure: () => T): T {
+    if (!this.#sqlite) throw new Error("SQL is not enabled for this Durable Object class.");
+    if (this.#syncDepth >= SYNC_DEPTH_MAX) {
+      throw new Error(`eutaxy nests transactionSync at most ${SYNC_DEPTH_MAX} deep`);
+    }
+    const savepoint = `_cf_sync_${++this.#syncDepth}`;
+    this.#store.run(`SAVEPOINT ${savepoint}`);
+    try {
+      const result = closure();
+      this.#store.run(`RELEASE ${savepoint}`);
+      return result;
+    } catch (error) {
+      this.#store.run(`ROLLBACK TO ${savepoint}`);
+      this.#store.run(`RELEASE ${savepoint}`);
+      throw error;
+    } finally {
+      this.#syncDepth--;
+    }
+  }
+
+  getAlarm(_options?: unknown): Promise<number | null> {
+    return attempt(() => visibleAlarm(this.#store, this.#hooks));
+  }
+
+  setAlarm(scheduledTime: unknown, _options?: unknown): Promise<void> {
+    return attempt(() => {
+      const time = alarmTime(scheduledTime);
+      this.#hooks.requireAlarmHandler();
+      this.#changeAlarm({ time });
+    });
+  }
+
+  deleteAlarm(_options?: unknown): Promise<void> {
+    return attempt(() => this.#changeAlarm({ time: null }));
+  }
+
+  /** Writes are durable when made (see the model above), so there is nothing to wait for. */
+  sync(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  getCurrentBookmark(): Promise<string> {
+    return Promise.reject(notSimulated("getCurrentBookmark"));
+  }
+
+  getBookmarkForTime(): Promise<string> {
+    return Promise.reject(notSimulated("getBookmarkForTime"));
+  }
+
+  onNextSessionRestoreBookmark(): Promise<string> {
+    return Promise.reject(notSimulated("onNextSessionRestoreBookmark"));
+  }
+
+  get kv(): never {
+    throw notSimulated("kv (the synchronous KV API)");
+  }
+
+  #encodeWrites(keyOrEntries: unknown, value: unknown): Write[] {
+    if (typeof keyOrEntries === "object" && keyOrEntries !== null && !Array.isArray(keyOrEntries)) {
+      const entries = Object.entries(keyOrEntries);
+      if (entries.length > KEYS_PER_CALL_MAX) throw tooManyKeys();
+      return entries.map(([key, v]) => [checkedKey(key), this.#encode(key, v)]);
+    }
+    const key = keyOf(keyOrEntries);
+    return [[key, this.#encode(key, value)]];
+  }
+
+  #encode(key: string, value: unknown): Uint8Array {
+    return encodeValue(key, value, this.#sqlite);
+  }
+
+  #changeAlarm(change: AlarmChange): void {
+    this.#store.ensureAlarm();
+    if (change.time === null) {
+      this.#store.run("UPDATE _cf_ALARM SET time = NULL WHERE id = 1");
+      return;
+    }
+    this.#store.run(
+      "INSERT INTO _cf_ALARM (id, time, generation) VALUES (1, ?1, 1) ON CONFLICT (id) DO UPDATE SET time = excluded.time, generation = generation + 1",
+      [change.time],
+    );
+    const generation = Number(this.#store.run("SELECT generation FROM _cf_ALARM WHERE id = 1").rows[0]?.[0]);
+    this.#hooks.alarmSet(generation);
+  }
+}
+
+function notSimulated(what: string): Error {
+  return new Error(`ctx.storage.${what} is not simulated by eutaxy`);
+}

@@ -1,0 +1,84 @@
+/**
+ * One Durable Object's storage as an engine store: a SQLite database the engine keeps for the
+ * run (`do:<worker prefix><Class>:<id hex>`), opened on first use and dropped with the run.
+ *
+ * Storage calls are not effects: a Durable Object's storage is local to it (Cloudflare runs the
+ * object beside its SQLite database), so nothing crosses the network and the engine has no
+ * decision to make. Faults reach an object at the stub call that hosts it and at the effects its
+ * own code makes to other bindings.
+ */
+
+import type { D1RawResult, D1StatementSpec, Engine } from "../engine.ts";
+
+export type StoreEngine = Pick<Engine, "d1Open" | "d1Exists" | "d1Run" | "d1Batch" | "d1Exec">;
+
+/**
+ * The KV API's table, named as Cloudflare names it in SQLite-backed objects, so the KV API and
+ * `ctx.storage.sql` share one database. `WITHOUT ROWID` keeps it a plain ordered map. Keys compare
+ * with SQLite's BINARY collation, byte by byte over UTF-8, the order Cloudflare lists keys in.
+ */
+const KV_SCHEMA =
+  "CREATE TABLE IF NOT EXISTS _cf_KV (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID";
+
+/**
+ * The object's one alarm. `generation` grows with every `setAlarm`, so the platform work an
+ * earlier `setAlarm` queued can tell it has been replaced.
+ */
+const ALARM_SCHEMA =
+  "CREATE TABLE IF NOT EXISTS _cf_ALARM (id INTEGER PRIMARY KEY CHECK (id = 1), time REAL, generation INTEGER NOT NULL)";
+
+export class ObjectStore {
+  private opened = false;
+  private kvReady = false;
+  private alarmReady = false;
+
+  constructor(
+    private readonly engine: StoreEngine,
+    readonly name: string,
+  ) {}
+
+  run(sql: string, params: readonly unknown[] = []): D1RawResult {
+    this.open();
+    return this.engine.d1Run(this.name, sql, params);
+  }
+
+  /** Statements as one transaction: all apply or none (the engine's batch is atomic). */
+  batch(statements: readonly D1StatementSpec[]): D1RawResult[] {
+    this.open();
+    return statements.length === 0 ? [] : this.engine.d1Batch(this.name, statements);
+  }
+
+  /** Runs `sql` on the KV table, creating it first if this object never used the KV API. */
+  kv(sql: string, params: readonly unknown[] = []): D1RawResult {
+    this.ensureKv();
+    return this.run(sql, params);
+  }
+
+  ensureKv(): void {
+    if (this.kvReady) return;
+    this.run(KV_SCHEMA);
+    this.kvReady = true;
+  }
+
+  ensureAlarm(): void {
+    if (this.alarmReady) return;
+    this.run(ALARM_SCHEMA);
+    this.alarmReady = true;
+  }
+
+  /** After `deleteAll` dropped tables: create them again on their next use. */
+  forgetTables(): void {
+    this.kvReady = false;
+  }
+
+  /** The store exists in the engine; false until the object first touched its storage. */
+  exists(): boolean {
+    return this.opened || this.engine.d1Exists(this.name);
+  }
+
+  private open(): void {
+    if (this.opened) return;
+    if (!this.engine.d1Exists(this.name)) this.engine.d1Open(this.name);
+    this.opened = true;
+  }
+}

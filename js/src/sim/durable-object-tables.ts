@@ -1,0 +1,141 @@
+/**
+ * The tables behind a Durable Object's key-value API and alarm (`_cf_KV`, `_cf_ALARM` in its
+ * engine store), and the operations the storage and its transactions share over them.
+ */
+
+import type { ObjectStore } from "./durable-object-store.ts";
+import { compareKeys, decodeEntries, decodeValue } from "./durable-object-values.ts";
+
+/** What the storage needs from the object it belongs to. */
+export interface StorageHooks {
+  /** Queues the delivery of the alarm set as `generation`. */
+  alarmSet(generation: number): void;
+  /** Throws unless the object's class has an `alarm()` handler. */
+  requireAlarmHandler(): void;
+  /** The generation of the alarm whose handler is running, hidden from `getAlarm`. */
+  runningAlarm(): number | undefined;
+}
+
+export interface ListOptions {
+  readonly start?: string;
+  readonly startAfter?: string;
+  readonly end?: string;
+  readonly prefix?: string;
+  readonly reverse?: boolean;
+  readonly limit?: number;
+}
+
+/** The key-value operations a transaction buffers and the storage applies at once. */
+export type Write = readonly [key: string, value: Uint8Array | null];
+export type AlarmChange = { readonly time: number | null };
+
+/** The alarm set on the object at the end of a run or when its delivery comes, if any. */
+export function readAlarm(store: ObjectStore): { time: number; generation: number } | undefined {
+  store.ensureAlarm();
+  const row = store.run("SELECT time, generation FROM _cf_ALARM WHERE id = 1 AND time IS NOT NULL").rows[0];
+  return row ? { time: Number(row[0]), generation: Number(row[1]) } : undefined;
+}
+
+/** Clears the alarm if it is still the one set as `generation` (its handler succeeded or gave up). */
+export function clearAlarm(store: ObjectStore, generation: number): void {
+  store.ensureAlarm();
+  store.run("UPDATE _cf_ALARM SET time = NULL WHERE id = 1 AND generation = ?1", [generation]);
+}
+
+export function visibleAlarm(store: ObjectStore, hooks: StorageHooks): number | null {
+  const alarm = readAlarm(store);
+  // Docs: during the handler getAlarm returns null unless setAlarm was called since it started.
+  if (!alarm || alarm.generation === hooks.runningAlarm()) return null;
+  return alarm.time;
+}
+
+export function alarmTime(value: unknown): number {
+  const time = value instanceof Date ? value.getTime() : value;
+  if (typeof time !== "number" || !Number.isFinite(time)) {
+    throw new TypeError("setAlarm() takes a time in milliseconds since the epoch or a Date");
+  }
+  return time;
+}
+
+export function readOne(store: ObjectStore, key: string): unknown {
+  const row = store.kv("SELECT value FROM _cf_KV WHERE key = ?1", [key]).rows[0];
+  return row ? decodeValue(row[0] as Uint8Array) : undefined;
+}
+
+export function readMany(store: ObjectStore, keys: string[]): Map<string, unknown> {
+  if (keys.length === 0) return new Map();
+  const marks = keys.map((_, i) => `?${i + 1}`).join(", ");
+  const result = store.kv(`SELECT key, value FROM _cf_KV WHERE key IN (${marks}) ORDER BY key`, keys);
+  return decodeEntries(result.rows.map((row) => [String(row[0]), row[1] as Uint8Array]));
+}
+
+/** Applies writes (a null value deletes) as one batch; says how many keys existed before. */
+export function applyWrites(store: ObjectStore, writes: readonly Write[]): number {
+  if (writes.length === 0) return 0;
+  store.ensureKv();
+  const results = store.batch(
+    writes.map(([key, value]) =>
+      value === null
+        ? { sql: "DELETE FROM _cf_KV WHERE key = ?1", params: [key] }
+        : {
+            sql: "INSERT INTO _cf_KV (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            params: [key, value],
+          },
+    ),
+  );
+  return results.reduce((sum, result) => sum + result.changes, 0);
+}
+
+export function scan(store: ObjectStore, options: ListOptions): [string, Uint8Array][] {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  const bind = (clause: string, value: unknown) => {
+    params.push(value);
+    where.push(clause.replaceAll("?", `?${params.length}`));
+  };
+  if (options.start !== undefined) bind("key >= ?", options.start);
+  if (options.startAfter !== undefined) bind("key > ?", options.startAfter);
+  if (options.end !== undefined) bind("key < ?", options.end);
+  if (options.prefix !== undefined) bind("substr(key, 1, length(?)) = ?", options.prefix);
+  const clauses = where.length ? ` WHERE ${where.join(" AND ")}` : "";
+  const limit = options.limit === undefined ? "" : ` LIMIT ${options.limit}`;
+  const order = options.reverse ? "DESC" : "ASC";
+  const result = store.kv(`SELECT key, value FROM _cf_KV${clauses} ORDER BY key ${order}${limit}`, params);
+  return result.rows.map((row) => [String(row[0]), row[1] as Uint8Array]);
+}
+
+export function listOptions(options: ListOptions): ListOptions {
+  if (options.start !== undefined && options.startAfter !== undefined) {
+    throw new TypeError("list() takes start or startAfter, not both");
+  }
+  if (options.limit !== undefined && !(Number.isInteger(options.limit) && options.limit > 0)) {
+    throw new TypeError("List limit must be positive.");
+  }
+  const text = (value: unknown) => (value === undefined ? undefined : String(value));
+  return {
+    start: text(options.start),
+    startAfter: text(options.startAfter),
+    end: text(options.end),
+    prefix: text(options.prefix),
+    reverse: options.reverse === true,
+    limit: options.limit,
+  } as ListOptions;
+}
+
+/** The range check `scan` makes in SQL, for keys a transaction has written. */
+export function inRange(key: string, options: ListOptions): boolean {
+  if (options.start !== undefined && compareKeys(key, options.start) < 0) return false;
+  if (options.startAfter !== undefined && compareKeys(key, options.startAfter) <= 0) return false;
+  if (options.end !== undefined && compareKeys(key, options.end) >= 0) return false;
+  if (options.prefix !== undefined && !key.startsWith(options.prefix)) return false;
+  return true;
+}
+
+/** Runs a storage call; its result or its error becomes the promise the API returns. */
+export function attempt<T>(call: () => T): Promise<T> {
+  try {
+    return Promise.resolve(call());
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * The `txn` of `ctx.storage.transaction(async txn => …)`: its writes (and alarm changes) are
+ * buffered and applied together as one engine batch when the closure resolves, and dropped when
+ * it throws or calls `rollback()`. Its reads see its own writes first.
+ */
+
+import type { ObjectStore } from "./durable-object-store.ts";
+import {
+  type AlarmChange,
+  alarmTime,
+  applyWrites,
+  attempt,
+  inRange,
+  type ListOptions,
+  listOptions,
+  readOne,
+  type StorageHooks,
+  scan,
+  visibleAlarm,
+} from "./durable-object-tables.ts";
+import {
+  checkedKey,
+  decodeEntries,
+  decodeValue,
+  encodeValue,
+  KEYS_PER_CALL_MAX,
+  keyList,
+  keyOf,
+  sortKeys,
+  tooManyKeys,
+} from "./durable-object-values.ts";
+
+export class SimDurableObjectTransaction {
+  readonly #writes = new Map<string, Uint8Array | null>();
+  #alarm: AlarmChange | undefined;
+  #rolledBack = false;
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly hooks: StorageHooks,
+    private readonly sqlite: boolean,
+  ) {}
+
+  get(keys: unknown, _options?: unknown): Promise<unknown> {
+    return attempt(() => {
+      if (!Array.isArray(keys)) return this.#read(keyOf(keys));
+      const found = new Map<string, unknown>();
+      for (const key of sortKeys(keyList(keys))) {
+        const value = this.#read(key);
+        if (value !== undefined) found.set(key, value);
+      }
+      return found;
+    });
+  }
+
+  put(keyOrEntries: unknown, value?: unknown, _options?: unknown): Promise<void> {
+    return attempt(() => {
+      if (typeof keyOrEntries === "object" && keyOrEntries !== null && !Array.isArray(keyOrEntries)) {
+        const entries = Object.entries(keyOrEntries);
+        if (entries.length > KEYS_PER_CALL_MAX) throw tooManyKeys();
+        for (const [key, v] of entries) this.#writes.set(checkedKey(key), encodeValue(key, v, this.sqlite));
+        return;
+      }
+      const key = keyOf(keyOrEntries);
+      this.#writes.set(key, encodeValue(key, value, this.sqlite));
+    });
+  }
+
+  delete(keys: unknown, _options?: unknown): Promise<boolean | number> {
+    return attempt(() => {
+      const many = Array.isArray(keys);
+      let deleted = 0;
+      for (const key of many ? keyList(keys) : [keyOf(keys)]) {
+        if (this.#read(key) !== undefined) deleted++;
+        this.#writes.set(key, null);
+      }
+      return many ? deleted : deleted > 0;
+    });
+  }
+
+  list(options: ListOptions = {}): Promise<Map<string, unknown>> {
+    return attempt(() => {
+      const range = listOptions(options);
+      const merged = new Map<string, Uint8Array>(scan(this.store, { ...range, limit: undefined }));
+      for (const [key, value] of this.#writes) {
+        if (!inRange(key, range)) continue;
+        if (value === null) merged.delete(key);
+        else merged.set(key, value);
+      }
+      const keys = sortKeys([...merged.keys()]);
+      if (range.reverse) keys.reverse();
+      const kept = range.limit === undefined ? keys : keys.slice(0, range.limit);
+      return decodeEntries(kept.map((key) => [key, merged.get(key) as Uint8Array]));
+    });
+  }
+
+  rollback(): void {
+    this.#rolledBack = true;
+  }
+
+  getAlarm(_options?: unknown): Promise<number | null> {
+    return attempt(() => (this.#alarm ? this.#alarm.time : visibleAlarm(this.store, this.hooks)));
+  }
+
+  setAlarm(scheduledTime: unknown, _options?: unknown): Promise<void> {
+    return attempt(() => {
+      const time = alarmTime(scheduledTime);
+      this.hooks.requireAlarmHandler();
+      this.#alarm = { time };
+    });
+  }
+
+  deleteAlarm(_options?: unknown): Promise<void> {
+    return attempt(() => {
+      this.#alarm = { time: null };
+    });
+  }
+
+  /** @internal Applies the buffered writes as one batch, unless rolled back. */
+  commit(changeAlarm: (change: AlarmChange) => void): void {
+    if (this.#rolledBack) return;
+    applyWrites(this.store, [...this.#writes]);
+    if (this.#alarm) changeAlarm(this.#alarm);
+  }
+
+  #read(key: string): unknown {
+    if (this.#writes.has(key)) {
+      const value = this.#writes.get(key);
+      return value ? decodeValue(value) : undefined;
+    }
+    return readOne(this.store, key);
+  }
+}

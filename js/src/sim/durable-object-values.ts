@@ -1,0 +1,93 @@
+/**
+ * Keys and values of a Durable Object's key-value API as the storage keeps them.
+ *
+ * Values are V8 serializations (`node:v8`), the structured clone the runtime stores, so Dates,
+ * Maps, Sets, typed arrays and cycles round-trip and every read returns a copy. Keys are strings
+ * (the runtime converts what it is given), compared byte by byte over UTF-8 as Cloudflare lists
+ * them. Limits from Cloudflare's "Limits" page: keys 2 KiB; values 128 KiB in key-value-backed
+ * objects, key and value 2 MB together in SQLite-backed ones; 128 keys per call (Storage API).
+ * The limits' error texts are eutaxy's: the docs state the limits, not the messages.
+ */
+
+import { deserialize, serialize } from "node:v8";
+import { real } from "./globals.ts";
+
+/** Keys one `get`, `put` or `delete` call may name (docs: "up to 128 keys"). */
+export const KEYS_PER_CALL_MAX = 128;
+const KEY_BYTES_MAX = 2048;
+const VALUE_BYTES_MAX_KV = 128 * 1024;
+const ENTRY_BYTES_MAX_SQLITE = 2 * 1024 * 1024;
+/** Keys compare byte by byte over UTF-8, as SQLite's BINARY collation and Cloudflare do. */
+export function compareKeys(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
+}
+
+export function sortKeys(keys: string[]): string[] {
+  return [...new Set(keys)].sort(compareKeys);
+}
+
+export function keyOf(key: unknown): string {
+  return checkedKey(String(key));
+}
+
+export function keyList(keys: unknown[]): string[] {
+  if (keys.length > KEYS_PER_CALL_MAX) throw tooManyKeys();
+  return keys.map(keyOf);
+}
+
+export function checkedKey(key: string): string {
+  if (Buffer.byteLength(key, "utf8") > KEY_BYTES_MAX) {
+    throw new RangeError(`Keys cannot be larger than ${KEY_BYTES_MAX} bytes.`);
+  }
+  return key;
+}
+
+export function tooManyKeys(): RangeError {
+  return new RangeError(`A single call may name at most ${KEYS_PER_CALL_MAX} keys.`);
+}
+
+export function encodeValue(key: string, value: unknown, sqlite: boolean): Uint8Array {
+  const bytes = new Uint8Array(serialize(value));
+  const size = sqlite ? bytes.length + Buffer.byteLength(key, "utf8") : bytes.length;
+  const max = sqlite ? ENTRY_BYTES_MAX_SQLITE : VALUE_BYTES_MAX_KV;
+  if (size > max) throw new RangeError(`Values cannot be larger than ${max} bytes.`);
+  return bytes;
+}
+
+export function decodeValue(bytes: Uint8Array): unknown {
+  return adoptDates(deserialize(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)));
+}
+
+/** Objects one `adoptDates` call visits at most, so a huge value cannot stall a run. */
+const ADOPT_VISITS_MAX = 1_000_000;
+
+/**
+ * Gives the Dates inside a structured clone the prototype of the `Date` Worker code sees. The
+ * simulation replaces `Date` with a subclass answering the virtual clock, while V8's
+ * deserializer and `structuredClone` make instances of the original; without this, a Date read
+ * back from storage or received over RPC would fail `instanceof Date` in the Worker.
+ */
+export function adoptDates<T>(value: T): T {
+  const SimDate = globalThis.Date;
+  const seen = new Set<object>();
+  const stack: unknown[] = [value];
+  while (stack.length > 0 && seen.size < ADOPT_VISITS_MAX) {
+    const item = stack.pop();
+    if (typeof item !== "object" || item === null || seen.has(item) || ArrayBuffer.isView(item)) continue;
+    seen.add(item);
+    if (item instanceof real.Date) {
+      if (!(item instanceof SimDate)) Object.setPrototypeOf(item, SimDate.prototype);
+    } else if (item instanceof Map) {
+      for (const [k, v] of item) stack.push(k, v);
+    } else if (item instanceof Set) {
+      for (const v of item) stack.push(v);
+    } else {
+      for (const v of Object.values(item)) stack.push(v);
+    }
+  }
+  return value;
+}
+
+export function decodeEntries(entries: readonly (readonly [string, Uint8Array])[]): Map<string, unknown> {
+  return new Map(entries.map(([key, value]) => [key, decodeValue(value)]));
+}
