@@ -130,6 +130,14 @@ describe("bad input", () => {
     );
   });
 
+  it("names a binding of a kind eutaxy does not simulate when the Worker uses it", () => {
+    expectBadInput(
+      eutaxy(["check", "./unsupported.sim.ts"], bad),
+      "unsupported/wrangler.jsonc",
+      /r2_buckets\[0\] binds BUCKET, and the Worker used it, but eutaxy does not simulate/,
+    );
+  });
+
   it("rejects a malformed run seed", () => {
     const run = eutaxy(
       ["check", "./checkout.sim.ts", "--replay", "not-a-seed"],

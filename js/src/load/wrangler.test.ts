@@ -62,6 +62,7 @@ describe("readWranglerConfig", () => {
       queueProducers: [],
       queueConsumers: [],
       crons: [],
+      unsupported: [],
     });
   });
 
@@ -120,6 +121,7 @@ describe("readWranglerConfig", () => {
       queueProducers: [],
       queueConsumers: [],
       crons: [],
+      unsupported: [],
     });
   });
 

@@ -73,7 +73,22 @@ export interface WorkerConfig {
   readonly queueProducers: readonly QueueProducerBinding[];
   readonly queueConsumers: readonly QueueConsumer[];
   readonly crons: readonly string[];
+  /** Bindings of kinds eutaxy does not simulate, with the config field that declares each. */
+  readonly unsupported: readonly { readonly binding: string; readonly field: string }[];
 }
+
+/** Binding kinds eutaxy does not simulate: config field → the key that names the binding. */
+const UNSUPPORTED_LISTS = {
+  r2_buckets: "binding",
+  hyperdrive: "binding",
+  analytics_engine_datasets: "binding",
+  workflows: "binding",
+  vectorize: "binding",
+  dispatch_namespaces: "binding",
+  mtls_certificates: "binding",
+  send_email: "name",
+} as const;
+const UNSUPPORTED_SINGLES = ["ai", "browser", "images", "version_metadata", "assets"] as const;
 
 /** The config files wrangler reads, in the order a folder is searched. */
 const CONFIG_FILES = ["wrangler.jsonc", "wrangler.json", "wrangler.toml"] as const;
@@ -285,6 +300,18 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
     },
   );
 
+  const unsupported: { binding: string; field: string }[] = [];
+  for (const [field, key] of Object.entries(UNSUPPORTED_LISTS)) {
+    for (const [i, entry] of entries(field).entries()) {
+      const binding = entry[key];
+      if (typeof binding === "string") unsupported.push({ binding, field: `${field}[${i}]` });
+    }
+  }
+  for (const field of UNSUPPORTED_SINGLES) {
+    const binding = optionalObject(config[field], field)?.binding;
+    if (typeof binding === "string") unsupported.push({ binding, field });
+  }
+
   const triggers = optionalObject(config.triggers, "triggers") ?? {};
   const crons: unknown = triggers.crons ?? [];
   if (!isStringArray(crons)) fail("triggers.crons must be an array of strings");
@@ -318,5 +345,6 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
     queueProducers,
     queueConsumers,
     crons,
+    unsupported,
   };
 }

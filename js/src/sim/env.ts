@@ -3,6 +3,7 @@
  * binding, each making its calls as effects of `scope`.
  */
 
+import { InputError } from "../errors.ts";
 import type { Env, RunContext } from "./context.ts";
 import { createD1Database } from "./d1.ts";
 import { createDurableObjectNamespace } from "./durable-objects.ts";
@@ -10,7 +11,27 @@ import type { EffectScope } from "./effect-scope.ts";
 import { createKvNamespace } from "./kv.ts";
 import { createQueueProducer } from "./queues.ts";
 import { createServiceBinding, serviceCalls } from "./service.ts";
-import type { SimWorker } from "./world.ts";
+import type { BindingSpec, SimWorker } from "./world.ts";
+
+/**
+ * A binding of a kind eutaxy does not simulate. Loading is fine (a Worker may never touch it in
+ * the scenario); the first use ends the check with a message saying which binding it was,
+ * rather than letting the Worker see a made-up answer.
+ */
+function unsupportedBinding(run: RunContext, spec: Extract<BindingSpec, { kind: "unsupported" }>): object {
+  const refuse = (): never => {
+    const error = new InputError(
+      spec.file,
+      `${spec.field} binds ${spec.name}, and the Worker used it, but eutaxy does not simulate this kind of binding yet`,
+    );
+    run.fail(error);
+    throw error;
+  };
+  return new Proxy(
+    {},
+    { get: (_target, key) => (key === "then" || typeof key === "symbol" ? undefined : refuse()) },
+  );
+}
 
 export function buildEnv(run: RunContext, worker: SimWorker, scope: EffectScope): Env {
   const env: Env = { ...worker.vars };
@@ -34,6 +55,9 @@ export function buildEnv(run: RunContext, worker: SimWorker, scope: EffectScope)
         break;
       case "queue":
         env[name] = createQueueProducer(spec, scope, run);
+        break;
+      case "unsupported":
+        env[name] = unsupportedBinding(run, spec);
         break;
     }
   }

@@ -38,7 +38,8 @@ export type BindingSpec =
   | { readonly kind: "service"; readonly name: string; readonly target: ServiceTarget }
   | { readonly kind: "kv"; readonly name: string; readonly store: string }
   | { readonly kind: "durableObject"; readonly name: string; readonly namespace: DurableObjectNamespace }
-  | { readonly kind: "queue"; readonly name: string; readonly queue: string };
+  | { readonly kind: "queue"; readonly name: string; readonly queue: string }
+  | { readonly kind: "unsupported"; readonly name: string; readonly field: string; readonly file: string };
 
 export interface SimWorker {
   /** The Worker's name from its wrangler config; reports and namespaces use it. */
@@ -91,8 +92,12 @@ async function loadWorker(
   for (const k of config?.kvNamespaces ?? []) {
     bindings.set(k.binding, { kind: "kv", name: k.binding, store: `kv:${p}${k.binding}` });
   }
-  for (const q of config?.queueProducers ?? [])
+  for (const q of config?.queueProducers ?? []) {
     bindings.set(q.binding, { kind: "queue", name: q.binding, queue: q.queue });
+  }
+  for (const u of config?.unsupported ?? []) {
+    bindings.set(u.binding, { kind: "unsupported", name: u.binding, field: u.field, file: config?.file ?? entry });
+  }
   return { name, prefix: p, entry, config, module, vars: { ...config?.vars }, bindings };
 }
 
