@@ -33,7 +33,9 @@ export function renderReport(result: CheckResult): string {
         `Schedule (run seed ${result.runSeed}), events kept: ${result.eventsKept.join(", ")}`,
         ...(result.faults.length === 0
           ? ["  no faults: the events alone break it"]
-          : result.faults.map((f) => `  ${faultName(f)} at ${f.invocation} effect #${f.effect} (${f.label})`)),
+          : result.faults.map(
+              (f) => `  ${faultName(f)} at ${f.invocation} effect #${f.effect} (${f.label})`,
+            )),
         "",
         `Replay: ${replayCommand(result, result.runSeed)}`,
         `Found after ${plural(result.runs, "schedule")} in ${seconds(result.elapsedMs)}; shrunk in ${plural(result.shrinkRuns, "run")}.`,
@@ -71,7 +73,8 @@ export function renderReport(result: CheckResult): string {
  */
 function faultName(fault: FaultReport): string {
   if (fault.kind !== "transient_error") return fault.kind;
-  if (fault.label.startsWith("KV:")) return /\s(put|delete)$/.test(fault.label) ? "rate_limited" : "stale_read";
+  if (fault.label.startsWith("KV:"))
+    return /\s(put|delete)$/.test(fault.label) ? "rate_limited" : "stale_read";
   if (fault.label.startsWith("DO:")) return "reset";
   return "network_error";
 }

@@ -96,7 +96,12 @@ async function loadWorker(
     bindings.set(q.binding, { kind: "queue", name: q.binding, queue: q.queue });
   }
   for (const u of config?.unsupported ?? []) {
-    bindings.set(u.binding, { kind: "unsupported", name: u.binding, field: u.field, file: config?.file ?? entry });
+    bindings.set(u.binding, {
+      kind: "unsupported",
+      name: u.binding,
+      field: u.field,
+      file: config?.file ?? entry,
+    });
   }
   return { name, prefix: p, entry, config, module, vars: { ...config?.vars }, bindings };
 }
