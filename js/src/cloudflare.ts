@@ -112,6 +112,8 @@ export interface FinalState {
   kvKeys(binding: string): string[];
   /** Rows of a query over the SQLite storage of the Durable Object `binding` names by `name`. */
   durableObject(binding: string, name: string, sql: string, ...params: unknown[]): Record<string, unknown>[];
+  /** A value the Durable Object `binding` names by `name` keeps with `ctx.storage.put(key, …)`. */
+  durableObjectStorage(binding: string, name: string, key: string): unknown;
   /** Messages still waiting in a queue (bodies), and those dead-lettered. */
   queue(name: string): unknown[];
   /** What every client got: one entry per delivery (status 0 when it got no answer). */

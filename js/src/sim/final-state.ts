@@ -8,6 +8,8 @@
 import type { FinalState, Invariant } from "../cloudflare.ts";
 import type { Engine } from "../engine.ts";
 import type { ClientResponse } from "./context.ts";
+import { ObjectStore } from "./durable-object-store.ts";
+import { readOne } from "./durable-object-tables.ts";
 import { durableObjectStore } from "./durable-objects.ts";
 import { kvKeys, kvRead } from "./kv.ts";
 import { queueBodies } from "./queues.ts";
@@ -41,6 +43,15 @@ export function finalState(engine: Engine, world: World, responses: readonly Cli
       if (spec.kind !== "durableObject") return [];
       const store = durableObjectStore(spec.namespace, objectName);
       return engine.d1Exists(store) ? rows(store, sql, params) : [];
+    },
+    durableObjectStorage: (name, objectName, key) => {
+      const spec = binding(name, "durableObject");
+      if (spec.kind !== "durableObject") return undefined;
+      const store = durableObjectStore(spec.namespace, objectName);
+      if (!engine.d1Exists(store)) return undefined;
+      // An object that never used the KV-style API has no table for it: nothing is stored.
+      const table = engine.d1Run(store, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_cf_KV'", []);
+      return table.rows.length === 0 ? undefined : readOne(new ObjectStore(engine, store), key);
     },
     queue: (name) => {
       const queue = world.queues.get(name);
