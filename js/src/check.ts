@@ -32,6 +32,8 @@ export interface CheckOptions {
   readonly replay?: string;
   /** Overrides the scenario's `bounds.budgetMs`. */
   readonly budgetMs?: number;
+  /** Where the Worker code runs: Node (default) or workerd, through Miniflare. */
+  readonly runtime?: "node" | "workerd";
 }
 
 export type ResolvedBounds = Required<Bounds>;
@@ -74,6 +76,7 @@ export type CheckResult = CheckHeader &
   );
 
 export async function check(scenarioPath: string, options: CheckOptions = {}): Promise<CheckResult> {
+  if (options.runtime === "workerd") throw new InputError(undefined, "--runtime workerd is not available yet");
   const loaded = await loadScenario(scenarioPath);
   const { scenario } = loaded;
   const bounds: ResolvedBounds = {
