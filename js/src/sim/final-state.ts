@@ -50,7 +50,11 @@ export function finalState(engine: Engine, world: World, responses: readonly Cli
       const store = durableObjectStore(spec.namespace, objectName);
       if (!engine.d1Exists(store)) return undefined;
       // An object that never used the KV-style API has no table for it: nothing is stored.
-      const table = engine.d1Run(store, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_cf_KV'", []);
+      const table = engine.d1Run(
+        store,
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_cf_KV'",
+        [],
+      );
       return table.rows.length === 0 ? undefined : readOne(new ObjectStore(engine, store), key);
     },
     queue: (name) => {
