@@ -76,7 +76,8 @@ export type CheckResult = CheckHeader &
   );
 
 export async function check(scenarioPath: string, options: CheckOptions = {}): Promise<CheckResult> {
-  if (options.runtime === "workerd") throw new InputError(undefined, "--runtime workerd is not available yet");
+  if (options.runtime === "workerd")
+    throw new InputError(undefined, "--runtime workerd is not available yet");
   const loaded = await loadScenario(scenarioPath);
   const { scenario } = loaded;
   const bounds: ResolvedBounds = {
