@@ -108,7 +108,7 @@ class Connection {
   /**
    * `exec` as workerd implements it: the trimmed query is split on `\n` and every line is one
    * query, so a statement that spans lines fails as it does on D1. `count` is the number of
-   * lines. Lines before a failing one stay applied ("execution stops and further statements
+   * lines that are not blank (D1 drops those). Lines before a failing one stay applied ("execution stops and further statements
    * are not executed"). D1 reports a failure as line 1 with the first line's text whichever
    * line failed (workerd: "the line number is always going to be 1 because the DO is only
    * returning the first error"); this keeps that.
@@ -117,16 +117,22 @@ class Connection {
     return this.scope.effect(
       this.label("exec"),
       () => {
-        for (const line of lines) {
+        const fail = (message: string): never => {
+          const detail = `Error in line 1: ${lines[0]}: ${message}`;
+          throw new Error(`D1_EXEC_ERROR: ${detail}`, { cause: new Error(detail) });
+        };
+        // D1 drops blank lines; with none left it answers as for an empty batch.
+        const statements = lines.filter((line) => !isBlank(line));
+        if (statements.length === 0) fail(NO_STATEMENTS);
+        for (const line of statements) {
           try {
             this.engine.d1Exec(this.db, line);
           } catch (error) {
-            const detail = `Error in line 1: ${lines[0]}: ${messageOf(error)}`;
-            throw new Error(`D1_EXEC_ERROR: ${detail}`, { cause: new Error(detail) });
+            fail(sqliteMessage(error));
           }
         }
         this.answered++;
-        return { count: lines.length, duration: 0 };
+        return { count: statements.length, duration: 0 };
       },
       TRANSIENT,
     );
@@ -343,10 +349,14 @@ function isByte(element: unknown): element is number {
 /**
  * One value of a row as the Worker gets it. BLOBs come back as arrays of numbers: the docs'
  * type conversion table reads "ArrayBuffer → BLOB → Array" (footnote 4: "converted using
- * Array.from"), and the binding receives rows as JSON (JSON).
+ * Array.from"), and the binding receives rows as JSON (JSON). JSON also has no infinities and
+ * no negative zero: a REAL that overflowed (`1e308 * 10`) reaches the Worker as `null` and
+ * `-0.0` as `0`, as Miniflare's binding shows (js/test/fidelity.test.ts).
  */
 function toCell(cell: unknown): unknown {
-  return cell instanceof Uint8Array ? Array.from(cell) : cell;
+  if (cell instanceof Uint8Array) return Array.from(cell);
+  if (typeof cell === "number") return Number.isFinite(cell) ? cell + 0 : null;
+  return cell;
 }
 
 /**
@@ -389,8 +399,22 @@ function engineCall<T>(call: () => T): T {
   try {
     return call();
   } catch (error) {
-    throw d1Error(messageOf(error), error);
+    const message = sqliteMessage(error);
+    throw d1Error(message, message === messageOf(error) ? error : undefined);
   }
+}
+
+/** workerd's text for a statement given the wrong number of values (Miniflare shows it). */
+const WRONG_BINDINGS = "Wrong number of parameter bindings for SQL query.";
+
+/**
+ * The engine's message as D1 words it. The engine says which statement of a batch or script
+ * failed (`statement 2: …`) and how many values a statement takes; D1 says neither, so a Worker
+ * that matches on the message sees D1's text (js/test/fidelity.test.ts compares them).
+ */
+function sqliteMessage(error: unknown): string {
+  const message = messageOf(error).replace(/^statement \d+: /, "");
+  return message.startsWith(WRONG_BINDINGS.slice(0, -1)) ? WRONG_BINDINGS : message;
 }
 
 /** D1's error: `D1_ERROR: <message>`, the bare message as its `cause` (workerd's `_sendOrThrow`). */
