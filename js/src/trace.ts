@@ -1,0 +1,252 @@
+/**
+ * A run, step by step: the trace a check keeps of one run (`CheckResult.trace`), rendered for a
+ * person to read. Each line of the trace is one fact the engine or the host recorded, in the
+ * order it happened: a delivery, an effect and the decision at it, a D1 statement with its
+ * parameters and result, an answer, a death, an exception, a redelivery. The listing indents by
+ * invocation nesting, so a callee's effects sit under the call that hosts them and each D1
+ * statement under its effect. A line this module does not recognize is shown as it is: the
+ * trace is the engine's to extend, and the listing must never hide a step.
+ */
+
+import type { CheckResult } from "./check.ts";
+import { shown } from "./errors.ts";
+
+/** One parsed trace line. */
+export type Step =
+  | { readonly kind: "deliver"; readonly invocation: string }
+  | { readonly kind: "redeliver"; readonly invocation: string; readonly refused: boolean }
+  | {
+      readonly kind: "effect";
+      readonly invocation: string;
+      readonly effect: number;
+      readonly label: string;
+      readonly decision: string;
+    }
+  | {
+      readonly kind: "d1";
+      /** `payments/DB`, then ` batch[0]` or ` exec` when the statement is one of those. */
+      readonly db: string;
+      readonly sql: string;
+      /** The parameters as the engine shows them, `["o-2", 900]`; absent when there are none. */
+      readonly params: string | undefined;
+      readonly outcome: string;
+    }
+  | {
+      readonly kind: "outcome";
+      readonly invocation: string;
+      readonly what: "returned" | "answered" | "died" | "threw" | "finished";
+      readonly detail: string;
+    }
+  | { readonly kind: "other"; readonly invocation: string | undefined; readonly text: string };
+
+/** An invocation id: `req-2#1`, `req-2#1/0`, `batch-1#2/3/0`. */
+const INVOCATION = String.raw`[^\s#]+#\d+(?:/\d+)*`;
+const DELIVER = new RegExp(`^deliver (${INVOCATION})$`);
+const REDELIVER = new RegExp(`^redeliver (${INVOCATION})(: refused.*)?$`);
+const EFFECT = new RegExp(`^(${INVOCATION}) effect #(\\d+) (.*): (\\w+)$`);
+const OUTCOME = new RegExp(`^(${INVOCATION}) (returned|answered|died|threw|finished)(?: (.*))?$`);
+const OTHER = new RegExp(`^(${INVOCATION}) (.*)$`);
+/** `  D1 <db>: <sql>[ [params]] -> <outcome>`, `  D1 <db> batch[i]: …`, `  D1 <db> exec: …`. */
+const D1 = /^ {2}D1 (\S+(?: batch\[\d+\]| exec)?): (.*) -> ((?:error|rolled back): .*|\d+ .*)$/s;
+
+export function parseStep(line: string): Step {
+  let m = DELIVER.exec(line);
+  if (m) return { kind: "deliver", invocation: m[1] as string };
+  m = REDELIVER.exec(line);
+  if (m) return { kind: "redeliver", invocation: m[1] as string, refused: m[2] !== undefined };
+  m = EFFECT.exec(line);
+  if (m) {
+    return {
+      kind: "effect",
+      invocation: m[1] as string,
+      effect: Number(m[2]),
+      label: m[3] as string,
+      decision: m[4] as string,
+    };
+  }
+  m = D1.exec(line);
+  if (m) {
+    const { sql, params } = splitParams(m[2] as string);
+    return { kind: "d1", db: m[1] as string, sql, params, outcome: m[3] as string };
+  }
+  m = OUTCOME.exec(line);
+  if (m) {
+    return {
+      kind: "outcome",
+      invocation: m[1] as string,
+      what: m[2] as "returned" | "answered" | "died" | "threw" | "finished",
+      detail: m[3] ?? "",
+    };
+  }
+  m = OTHER.exec(line);
+  if (m) return { kind: "other", invocation: m[1] as string, text: m[2] as string };
+  return { kind: "other", invocation: undefined, text: line.trim() };
+}
+
+/**
+ * Splits `<sql> [<params>]` where the engine wrote parameters. The parameters are the bracketed
+ * group that closes at the very end; SQL may hold brackets of its own (`[quoted]` names) and the
+ * parameters strings with brackets in them, so the split is the leftmost ` [` whose group,
+ * read with JSON's string quoting, closes exactly at the end.
+ */
+function splitParams(text: string): { sql: string; params: string | undefined } {
+  if (!text.endsWith("]")) return { sql: text, params: undefined };
+  // Bounded by the text's length: each candidate is one ` [` in it.
+  for (let at = text.indexOf(" ["); at >= 0; at = text.indexOf(" [", at + 1)) {
+    if (closesAtEnd(text, at + 1)) return { sql: text.slice(0, at), params: text.slice(at + 1) };
+  }
+  return { sql: text, params: undefined };
+}
+
+function closesAtEnd(text: string, open: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = open; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === "\\") i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === "[") depth++;
+    else if (c === "]" && --depth === 0) return i === text.length - 1;
+  }
+  return false;
+}
+
+/** How deep an invocation is: 0 for a delivery, 1 for the callee its effect hosts, and so on. */
+function depthOf(invocation: string): number {
+  return invocation.split("/").length - 1;
+}
+
+const INDENT = "  ";
+
+/**
+ * The trace as an indented listing, one step per line (a D1 statement takes two or three).
+ *
+ * A D1 statement right after an effect is that effect's. Statements elsewhere are the
+ * simulation's own reads and writes (a queue's bookkeeping, a Durable Object's storage) and sit
+ * under the step before them; the statements after the run's last step are the final state
+ * being read by the invariants (and the platform), and get a heading of their own.
+ */
+export function renderTrace(trace: readonly string[]): string {
+  const steps = trace.map(parseStep);
+  // Where the run's last step is: the D1 statements after it read the final state.
+  let last = steps.length - 1;
+  while (last >= 0 && steps[last]?.kind === "d1") last--;
+  const out: string[] = [];
+  const seen = new Set<string>();
+  /** The indentation of the last line that was not a D1 statement; statements go under it. */
+  let depthNow = 0;
+  let inEffect = false;
+  let previous: Step | undefined;
+  const line = (depth: number, text: string): void => {
+    out.push(`${INDENT.repeat(depth)}${text}`);
+  };
+  /** A callee's first step is preceded by a line saying which call hosts it. */
+  const enter = (invocation: string): number => {
+    const depth = depthOf(invocation);
+    if (depth > 0 && !seen.has(invocation)) {
+      const cut = invocation.lastIndexOf("/");
+      line(
+        2 * depth,
+        `${invocation}, hosted by ${invocation.slice(0, cut)} effect #${invocation.slice(cut + 1)}`,
+      );
+    }
+    seen.add(invocation);
+    return 2 * depth + 1;
+  };
+  const at = (depth: number, text: string): void => {
+    line(depth, text);
+    depthNow = depth;
+  };
+  steps.forEach((step, index) => {
+    if (index === last + 1 && previous?.kind !== "effect") {
+      out.push("", "after the last step (the invariants read the final state):");
+      depthNow = 0;
+      inEffect = false;
+    }
+    switch (step.kind) {
+      case "deliver": {
+        if (depthOf(step.invocation) === 0 && out.length > 0 && previous?.kind !== "redeliver") out.push("");
+        seen.add(step.invocation);
+        at(2 * depthOf(step.invocation), `deliver ${step.invocation}`);
+        break;
+      }
+      case "redeliver":
+        if (out.length > 0) out.push("");
+        at(
+          2 * depthOf(step.invocation),
+          step.refused
+            ? `redeliver ${step.invocation}: refused, out of redeliveries`
+            : `redeliver ${step.invocation}`,
+        );
+        break;
+      case "effect": {
+        const fault = step.decision === "proceed" ? "" : " (fault)";
+        at(enter(step.invocation), `effect #${step.effect} ${step.label}: ${step.decision}${fault}`);
+        break;
+      }
+      case "d1":
+        line(depthNow + 1, `D1 ${step.db}: ${step.sql}`);
+        if (step.params !== undefined) line(depthNow + 2, `params ${step.params}`);
+        line(depthNow + 2, `-> ${step.outcome}`);
+        break;
+      case "outcome":
+        at(enter(step.invocation), step.detail ? `${step.what} ${step.detail}` : step.what);
+        break;
+      case "other":
+        if (step.invocation !== undefined) at(enter(step.invocation), step.text);
+        else if (inEffect) line(depthNow + 1, step.text);
+        else {
+          // A fact of no invocation's, such as a message sent from outside the scenario.
+          if (out.length > 0) out.push("");
+          at(0, step.text);
+        }
+        break;
+    }
+    // An effect's statements follow it directly; any other step ends them.
+    if (step.kind === "effect") inEffect = true;
+    else if (step.kind !== "d1" && !(step.kind === "other" && step.invocation === undefined))
+      inEffect = false;
+    previous = step;
+  });
+  return out.join("\n");
+}
+
+/** The verdict of one replayed run, colored by the caller. */
+type RunVerdict = "VIOLATED" | "HELD";
+
+/**
+ * What `eutaxy replay` prints: the run step by step, then its verdict: which invariant broke and
+ * its message, or that none did. `paint` colors the verdict word (or leaves it as it is).
+ */
+export function renderReplay(
+  result: CheckResult,
+  paint: (line: string, verdict: RunVerdict) => string,
+): string {
+  if (result.verdict !== "VIOLATED" && result.verdict !== "HELD") {
+    // check() with a run seed answers one of these two; anything else is a bug of ours.
+    throw new Error(`a replay ended with ${result.verdict}`);
+  }
+  const verdict =
+    result.verdict === "VIOLATED"
+      ? paint(`VIOLATED  invariant ${result.invariant} broke: ${result.message}`, "VIOLATED")
+      : paint("HELD  no invariant broke in this run", "HELD");
+  return [
+    `Run ${result.runSeed} of ${result.scenario} (${shown(result.file)}), step by step:`,
+    "",
+    renderTrace(result.trace),
+    "",
+    verdict,
+  ].join("\n");
+}
+
+/** What `eutaxy check --trace` adds after a VIOLATED report: the counterexample step by step. */
+export function renderCounterexample(result: CheckResult): string | undefined {
+  if (result.verdict !== "VIOLATED") return undefined;
+  return [
+    `The counterexample (run seed ${result.runSeed}), step by step:`,
+    "",
+    renderTrace(result.trace),
+  ].join("\n");
+}

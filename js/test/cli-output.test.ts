@@ -1,0 +1,422 @@
+/**
+ * What the command prints for CI and for a person replaying a run: the JSON against its
+ * published schema, the JUnit report as a CI system reads it, color only where it belongs, the
+ * progress line only on a terminal, and a run step by step (`eutaxy replay`, `--trace`).
+ */
+
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Ajv } from "ajv";
+import { describe, expect, it } from "vitest";
+import { check } from "../src/check.ts";
+import { type Progress, progressLine } from "../src/progress.ts";
+import { renderTrace } from "../src/trace.ts";
+
+const root = new URL("../../", import.meta.url).pathname;
+const example = `${root}examples/service-binding`;
+
+/** The environment without the variables that turn color on or off, as in a plain CI job. */
+function plainEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
+  for (const name of ["FORCE_COLOR", "NO_COLOR"]) if (!(name in extra)) delete env[name];
+  return env;
+}
+
+function eutaxy(
+  args: string[],
+  { cwd = example, env = plainEnv() }: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): { code: number | null; stdout: string; stderr: string } {
+  const run = spawnSync(process.execPath, [`${root}js/bin/eutaxy.js`, ...args], {
+    cwd,
+    env,
+    encoding: "utf8",
+  });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+/** The run seed of the planted bug's counterexample, found once. */
+let violation: { runSeed: string; json: Record<string, unknown> } | undefined;
+function planted(): { runSeed: string; json: Record<string, unknown> } {
+  if (!violation) {
+    const json = JSON.parse(eutaxy(["check", "./checkout.sim.ts", "--json"]).stdout) as Record<
+      string,
+      unknown
+    >;
+    violation = { runSeed: json.runSeed as string, json };
+  }
+  return violation;
+}
+
+/** The same events and redeliveries with no fault: a run that breaks nothing. */
+function faultless(runSeed: string): string {
+  const [hash, events, , redeliveries] = runSeed.split(":");
+  return `${hash}:${events}:-:${redeliveries}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe("--json follows docs/eutaxy.check.v1.schema.json", () => {
+  const schema = JSON.parse(readFileSync(`${root}docs/eutaxy.check.v1.schema.json`, "utf8")) as {
+    properties: Record<string, unknown>;
+    definitions: { bounds: { properties: object }; fault: { properties: object } };
+  };
+  const validate = new Ajv({ allErrors: true }).compile(schema);
+
+  /** Valid against the schema, and every field it has is one the schema documents. */
+  function expectDocumented(json: Record<string, unknown>): void {
+    expect(validate(json), JSON.stringify(validate.errors)).toBe(true);
+    expect(Object.keys(json).filter((k) => !(k in schema.properties))).toEqual([]);
+    const bounds = Object.keys(json.bounds as object);
+    expect(bounds.sort()).toEqual(Object.keys(schema.definitions.bounds.properties).sort());
+    for (const fault of (json.faults ?? []) as object[]) {
+      expect(Object.keys(fault).sort()).toEqual(Object.keys(schema.definitions.fault.properties).sort());
+    }
+  }
+
+  const cases: [string, () => string[], string, number][] = [
+    ["VIOLATED", () => ["check", "./checkout.sim.ts", "--json"], "VIOLATED", 1],
+    ["BOUNDED", () => ["check", "./checkout.fixed.sim.ts", "--json"], "BOUNDED", 0],
+    ["INCOMPLETE", () => ["check", "./checkout.fixed.sim.ts", "--budget-ms", "1", "--json"], "INCOMPLETE", 3],
+    ["HELD", () => ["replay", "./checkout.sim.ts", faultless(planted().runSeed), "--json"], "HELD", 0],
+    [
+      "a replay that VIOLATED",
+      () => ["replay", "./checkout.sim.ts", planted().runSeed, "--json"],
+      "VIOLATED",
+      1,
+    ],
+  ];
+  for (const [name, args, verdict, code] of cases) {
+    it(`validates the output of ${name}`, () => {
+      const run = eutaxy(args());
+      expect(run.code).toBe(code);
+      const json = JSON.parse(run.stdout) as Record<string, unknown>;
+      expect(json.schema).toBe("eutaxy.check/1");
+      expect(json.verdict).toBe(verdict);
+      expectDocumented(json);
+    });
+  }
+
+  it("tells the verdicts apart: a field of another verdict, or one missing, is invalid", () => {
+    const json = planted().json;
+    expect(validate({ ...json, verdict: "BOUNDED" })).toBe(false);
+    const { runSeed: _dropped, ...withoutRunSeed } = json;
+    expect(validate(withoutRunSeed)).toBe(false);
+    expect(validate({ ...json, schema: "eutaxy.check/2" })).toBe(false);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+interface XmlElement {
+  readonly name: string;
+  readonly attrs: Record<string, string>;
+  readonly children: XmlElement[];
+  text: string;
+}
+
+/** A small XML reader, enough for the JUnit report: it throws on a tag that does not close. */
+function parseXml(xml: string): XmlElement {
+  const decode = (s: string): string =>
+    s
+      .replace(/&#(\d+);/g, (_, n: string) => String.fromCharCode(Number(n)))
+      .replace(/&quot;/g, '"')
+      .replace(/&lt;/g, "<")
+      .replace(/&gt;/g, ">")
+      .replace(/&amp;/g, "&");
+  const top: XmlElement = { name: "#document", attrs: {}, children: [], text: "" };
+  const stack = [top];
+  const token = /<\?[^>]*\?>|<(\/?)([\w:-]+)((?:\s+[\w:-]+="[^"]*")*)\s*(\/?)>|([^<]+)/g;
+  for (const m of xml.matchAll(token)) {
+    const current = stack[stack.length - 1] as XmlElement;
+    if (m[5] !== undefined) current.text += decode(m[5]);
+    else if (m[2] === undefined) continue;
+    else if (m[1] === "/") {
+      if (current.name !== m[2]) throw new Error(`</${m[2]}> closes <${current.name}>`);
+      stack.pop();
+    } else {
+      const attrs: Record<string, string> = {};
+      for (const a of (m[3] ?? "").matchAll(/([\w:-]+)="([^"]*)"/g))
+        attrs[a[1] as string] = decode(a[2] as string);
+      const element: XmlElement = { name: m[2], attrs, children: [], text: "" };
+      current.children.push(element);
+      if (m[4] !== "/") stack.push(element);
+    }
+  }
+  if (stack.length !== 1) throw new Error(`<${stack[stack.length - 1]?.name}> is not closed`);
+  const [rootElement] = top.children;
+  if (!rootElement || top.children.length !== 1) throw new Error("not one root element");
+  return rootElement;
+}
+
+function child(element: XmlElement, name: string): XmlElement | undefined {
+  return element.children.find((c) => c.name === name);
+}
+
+describe("--junit", () => {
+  const dir = mkdtempSync(join(tmpdir(), "eutaxy-junit-"));
+
+  function junit(args: string[], file: string): { code: number | null; suite: XmlElement; stdout: string } {
+    const path = join(dir, file);
+    const run = eutaxy([...args, "--junit", path]);
+    const doc = parseXml(readFileSync(path, "utf8"));
+    expect(doc.name).toBe("testsuites");
+    const suites = doc.children.filter((c) => c.name === "testsuite");
+    expect(suites).toHaveLength(1);
+    return { code: run.code, suite: suites[0] as XmlElement, stdout: run.stdout };
+  }
+
+  it("reports a VIOLATED invariant as a failure with its message, the report and the replay command", () => {
+    const { code, suite, stdout } = junit(["check", "./checkout.sim.ts"], "violated.xml");
+    expect(code).toBe(1);
+    expect(stdout.split("\n")[0]).toBe("VIOLATED  checkout  (seed checkout)");
+    expect(suite.attrs).toMatchObject({ name: "checkout", tests: "1", failures: "1", errors: "0" });
+    const testcase = child(suite, "testcase") as XmlElement;
+    expect(testcase.attrs.name).toBe("one-charge-per-order");
+    const failure = child(testcase, "failure") as XmlElement;
+    expect(failure.attrs.message).toBe('2 rows of charges in D1:payments/DB share order_id = "o-2"');
+    const runSeed = /run seed (\S+)\)/.exec(stdout)?.[1] as string;
+    expect(failure.text).toContain(`Replay: eutaxy check checkout.sim.ts --replay ${runSeed}`);
+    expect(failure.text).toContain(`eutaxy replay checkout.sim.ts ${runSeed}`);
+    expect(failure.text).toContain("crash_after at req-2#1 effect #0 (Service:PAYMENTS charge)");
+  });
+
+  it("reports BOUNDED as every invariant passing", () => {
+    const { code, suite } = junit(["check", "./checkout.fixed.sim.ts"], "bounded.xml");
+    expect(code).toBe(0);
+    expect(suite.attrs).toMatchObject({ tests: "1", failures: "0", errors: "0", skipped: "0" });
+    const testcase = child(suite, "testcase") as XmlElement;
+    expect(testcase.attrs.name).toBe("one-charge-per-order");
+    expect(testcase.children).toEqual([]);
+  });
+
+  it("reports INCOMPLETE as an error with the reason, so that CI lists it with the red job", () => {
+    const { code, suite } = junit(["check", "./checkout.fixed.sim.ts", "--budget-ms", "1"], "incomplete.xml");
+    expect(code).toBe(3);
+    expect(suite.attrs).toMatchObject({ tests: "1", failures: "0", errors: "1" });
+    const error = child(child(suite, "testcase") as XmlElement, "error") as XmlElement;
+    expect(error.attrs.type).toBe("INCOMPLETE");
+    expect(error.attrs.message).toMatch(/the budget of 1 ms ran out after \d+ schedules/);
+  });
+
+  it("reports a check that cannot run as an error naming the file, and still exits 2", () => {
+    const path = join(dir, "bad.xml");
+    const run = eutaxy(["check", "./nope.sim.ts", "--junit", path]);
+    expect(run.code).toBe(2);
+    const suite = child(parseXml(readFileSync(path, "utf8")), "testsuite") as XmlElement;
+    const error = child(child(suite, "testcase") as XmlElement, "error") as XmlElement;
+    expect(error.attrs.type).toBe("BAD_INPUT");
+    expect(error.attrs.message).toMatch(/nope\.sim\.ts: no such file/);
+  });
+
+  it("exits 2 naming a report file it cannot write", () => {
+    const run = eutaxy(["check", "./checkout.fixed.sim.ts", "--junit", join(dir, "no/such/dir/x.xml")]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/x\.xml: cannot write the --junit report \(ENOENT\)/);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe("color", () => {
+  it("prints no escape codes when stdout is not a terminal", () => {
+    const run = eutaxy(["check", "./checkout.sim.ts"]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).not.toContain("\x1b");
+    expect(run.stderr).not.toContain("\x1b");
+  });
+
+  it("colors the verdict word, and only it, with FORCE_COLOR=1", () => {
+    const run = eutaxy(["check", "./checkout.sim.ts"], { env: plainEnv({ FORCE_COLOR: "1" }) });
+    const [first, ...rest] = run.stdout.split("\n");
+    expect(first).toBe("\x1b[1;31mVIOLATED\x1b[0m  checkout  (seed checkout)");
+    expect(rest.join("\n")).not.toContain("\x1b");
+  });
+
+  it("prints no color with FORCE_COLOR=0, nor in --json with FORCE_COLOR=1", () => {
+    expect(
+      eutaxy(["check", "./checkout.sim.ts"], { env: plainEnv({ FORCE_COLOR: "0" }) }).stdout,
+    ).not.toContain("\x1b");
+    const json = eutaxy(["check", "./checkout.sim.ts", "--json"], { env: plainEnv({ FORCE_COLOR: "1" }) });
+    expect(json.stdout).not.toContain("\x1b");
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe("the progress line", () => {
+  it("is never printed when stderr is not a terminal", () => {
+    const run = eutaxy(["check", "./checkout.fixed.sim.ts"]);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe("");
+  });
+
+  /** A terminal that records what is written to it. */
+  function terminal(): { isTTY: true; columns: number; written: string[]; write(text: string): void } {
+    const written: string[] = [];
+    return { isTTY: true, columns: 100, written, write: (text: string) => written.push(text) };
+  }
+
+  it("is redrawn at most ten times a second, and erased", () => {
+    const tty = terminal();
+    const line = progressLine(tty);
+    if (!line) throw new Error("a terminal gets a progress line");
+    // One run every millisecond for two seconds.
+    for (let ms = 1; ms <= 2000; ms++)
+      line.update({ runs: ms, faults: ms - 1, elapsedMs: ms, budgetMs: 10_000, phase: "explore" });
+    expect(tty.written.length).toBeGreaterThan(10);
+    expect(tty.written.length).toBeLessThanOrEqual(20);
+    expect(tty.written.at(-1)).toMatch(
+      /^\reutaxy: exploring: 2,000 runs, 1,000 runs\/s, 1,999 faults tried, 8\.0 s of the 10\.0 s budget left/,
+    );
+    line.clear();
+    expect(tty.written.at(-1)).toMatch(/^\r +\r$/);
+    expect(tty.written.join("")).not.toContain("\x1b");
+  });
+
+  it("is not drawn for a check that ends within 300 ms, nor when stderr is not a terminal", () => {
+    const tty = terminal();
+    const line = progressLine(tty);
+    line?.update({ runs: 50, elapsedMs: 200, budgetMs: 10_000, phase: "explore" });
+    line?.clear();
+    expect(tty.written).toEqual([]);
+    expect(progressLine({ isTTY: false, write: () => undefined })).toBeUndefined();
+  });
+
+  it("hears of every run from check(): its phase and the faults tried", async () => {
+    const seen: Progress[] = [];
+    const result = await check(`${example}/checkout.sim.ts`, { onProgress: (p) => seen.push(p) });
+    if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
+    expect(seen.map((p) => p.runs)).toEqual(seen.map((_, i) => i + 1));
+    expect(seen.filter((p) => p.phase === "explore")).toHaveLength(result.runs);
+    expect(seen.filter((p) => p.phase === "shrink")).toHaveLength(result.shrinkRuns);
+    expect(seen[0]?.faults).toBe(0);
+    expect(seen.at(-1)?.faults).toBeGreaterThan(0);
+    expect(seen.every((p) => p.budgetMs === result.bounds.budgetMs)).toBe(true);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe("a run step by step", () => {
+  /** The listing of the planted bug's counterexample, as a user reads it. */
+  const listing = [
+    "deliver req-2#1",
+    "  effect #0 Service:PAYMENTS charge: crash_after (fault)",
+    "    req-2#1/0, hosted by req-2#1 effect #0",
+    "      effect #0 D1:payments/DB run: proceed",
+    "        D1 payments/DB: INSERT INTO charges (idempotency_key, order_id, amount_cents) VALUES (?1, ?2, ?3) ON CONFLICT (idempotency_key) DO NOTHING",
+    /^ {10}params \["[0-9a-f-]{36}", "o-2", 900\]$/,
+    "          -> 1 changed",
+    "      effect #1 D1:payments/DB first: proceed",
+    "        D1 payments/DB: SELECT charge_id FROM charges WHERE idempotency_key = ?1",
+    /^ {10}params \["[0-9a-f-]{36}"\]$/,
+    "          -> 1 rows (1)",
+    '      returned {"chargeId":1}',
+    "  died",
+    "",
+    "redeliver req-2#2",
+    "deliver req-2#2",
+    "  effect #0 Service:PAYMENTS charge: proceed",
+    "    req-2#2/0, hosted by req-2#2 effect #0",
+  ];
+
+  function expectListing(lines: string[]): void {
+    listing.forEach((want, i) => {
+      if (typeof want === "string") expect(lines[i]).toBe(want);
+      else expect(lines[i]).toMatch(want);
+    });
+    expect(lines).toContain('  answered 200 {"orderId":"o-2","chargeId":2}');
+  }
+
+  it("eutaxy replay prints every step of the run, then the invariant that broke", () => {
+    const { runSeed } = planted();
+    const run = eutaxy(["replay", "./checkout.sim.ts", runSeed]);
+    expect(run.code).toBe(1);
+    const lines = run.stdout.trimEnd().split("\n");
+    expect(lines[0]).toBe(`Run ${runSeed} of checkout (checkout.sim.ts), step by step:`);
+    expect(lines[1]).toBe("");
+    expectListing(lines.slice(2));
+    expect(lines.at(-1)).toBe(
+      'VIOLATED  invariant one-charge-per-order broke: 2 rows of charges in D1:payments/DB share order_id = "o-2"',
+    );
+  });
+
+  it("eutaxy replay says when no invariant broke in the run, and exits 0", () => {
+    const run = eutaxy(["replay", "./checkout.sim.ts", faultless(planted().runSeed)]);
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trimEnd().split("\n");
+    expect(lines).toContain('  answered 200 {"orderId":"o-2","chargeId":1}');
+    expect(lines).not.toContain("  died");
+    expect(lines.at(-1)).toBe("HELD  no invariant broke in this run");
+  });
+
+  it("eutaxy check --trace prints the counterexample step by step after the report", () => {
+    const run = eutaxy(["check", "./checkout.sim.ts", "--trace"]);
+    expect(run.code).toBe(1);
+    const lines = run.stdout.trimEnd().split("\n");
+    expect(lines[0]).toBe("VIOLATED  checkout  (seed checkout)");
+    const at = lines.indexOf(`The counterexample (run seed ${planted().runSeed}), step by step:`);
+    expect(at).toBeGreaterThan(0);
+    expect(lines[at - 1]).toBe("");
+    expect(lines[at + 1]).toBe("");
+    expectListing(lines.slice(at + 2));
+  });
+
+  it("rejects a replay without a run seed, or with a malformed one, as bad input", () => {
+    const missing = eutaxy(["replay", "./checkout.sim.ts"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/eutaxy replay <scenario\.sim\.ts> <RUN_SEED>/);
+    const malformed = eutaxy(["replay", "./checkout.sim.ts", "not-a-seed"]);
+    expect(malformed.code).toBe(2);
+    expect(malformed.stderr).toMatch(/run seed 'not-a-seed' is malformed/);
+    expect(malformed.stderr).not.toMatch(/^\s+at /m);
+  });
+
+  it("shows a line it does not know as it is, and a batch's statements under their effect", () => {
+    const text = renderTrace([
+      "deliver req-1#1",
+      "req-1#1 effect #0 D1:DB batch: proceed",
+      '  D1 DB batch[0]: UPDATE a SET n = n - ?1 WHERE [id] = ?2 [5, "x [y]"] -> 1 changed',
+      "  D1 DB batch[1]: UPDATE a SET n = n + 5 -> rolled back: D1_ERROR: boom",
+      "req-1#1 something new happened",
+      "a line of a kind eutaxy does not know yet",
+    ]);
+    expect(text.split("\n")).toEqual([
+      "deliver req-1#1",
+      "  effect #0 D1:DB batch: proceed",
+      "    D1 DB batch[0]: UPDATE a SET n = n - ?1 WHERE [id] = ?2",
+      '      params [5, "x [y]"]',
+      "      -> 1 changed",
+      "    D1 DB batch[1]: UPDATE a SET n = n + 5",
+      "      -> rolled back: D1_ERROR: boom",
+      "  something new happened",
+      "",
+      "a line of a kind eutaxy does not know yet",
+    ]);
+  });
+});
+
+describe("--help", () => {
+  it("documents both commands, every option, the color variables and the exit codes", () => {
+    const run = eutaxy(["--help"]);
+    expect(run.code).toBe(0);
+    for (const word of [
+      "eutaxy check <scenario.sim.ts>",
+      "eutaxy replay <scenario.sim.ts> <RUN_SEED>",
+      "--json",
+      "--junit FILE",
+      "--trace",
+      "--replay RUN_SEED",
+      "--budget-ms N",
+      "NO_COLOR",
+      "FORCE_COLOR",
+      "progress",
+      "  3  INCOMPLETE",
+      "  4  the Worker escaped",
+    ]) {
+      expect(run.stdout).toContain(word);
+    }
+  });
+});
