@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what eutaxy needs on a fresh Debian machine, idempotently: clang-19 (sqlite-wasm-rs
-# compiles SQLite's C for wasm32), the wasm32
+# compiles SQLite's C for wasm32), chromium (the visual counterexample's screenshot test renders
+# the page in it, headless), the wasm32
 # Rust target, wasm-pack, pnpm, then the workspace's packages and the engine's wasm build.
 # Every step is skipped when what it installs is already there.
 set -euo pipefail
@@ -12,6 +13,7 @@ need_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 missing_debs=()
 command -v clang-19 >/dev/null 2>&1 || missing_debs+=(clang-19)
 command -v llvm-ar-19 >/dev/null 2>&1 || missing_debs+=(llvm-19)
+command -v chromium >/dev/null 2>&1 || missing_debs+=(chromium)
 if [ ${#missing_debs[@]} -gt 0 ]; then
   log "installing ${missing_debs[*]} with apt-get"
   need_root apt-get update -qq

@@ -1,0 +1,38 @@
+/**
+ * What a fault is called and what it means, in one sentence a Workers developer can read without
+ * knowing the engine. The names are the report's (report.ts): a transient fault is named for what
+ * the binding does, as Cloudflare documents it.
+ */
+
+import type { Decision } from "./trace.ts";
+
+export function faultName(decision: Decision, label: string): string {
+  if (decision !== "transient_error") return decision;
+  if (label.startsWith("KV:")) return /\s(put|delete)$/.test(label) ? "rate_limited" : "stale_read";
+  if (label.startsWith("DO:")) return "reset";
+  return "network_error";
+}
+
+/** One sentence: what happened at the effect and what the invocation saw. */
+export function faultMeaning(decision: Decision, invocation: string, label: string): string {
+  switch (faultName(decision, label)) {
+    case "crash_before":
+      return `${invocation} is killed just before this call: the call never happens, and ${invocation} ${neverEnds(invocation)}.`;
+    case "crash_after":
+      return `The call happens and what it did is kept, but ${invocation} is killed before it sees the result, so it ${neverEnds(invocation)}.`;
+    case "stale_read":
+      return "KV answers with the value from before the key's latest write, as its eventual consistency allows (up to 60 s).";
+    case "rate_limited":
+      return "KV refuses the write with a 429: the key was written less than a second earlier.";
+    case "reset":
+      return "The Durable Object is reset: its in-memory state is lost (its storage survives) and the call fails.";
+    default:
+      return `The call fails with "Network connection lost." and does not happen; ${invocation} sees the error.`;
+  }
+}
+
+/** What a killed invocation never does: a request's answer, a callee's result, else its end. */
+export function neverEnds(invocation: string): string {
+  if (invocation.includes("/")) return "never returns to its caller";
+  return invocation.startsWith("req-") ? "never answers" : "never finishes";
+}
