@@ -3,7 +3,7 @@
 import { build } from "esbuild";
 
 await build({
-  entryPoints: ["js/src/cli.ts", "js/src/index.ts", "js/src/cloudflare.ts"],
+  entryPoints: ["js/src/cli.ts", "js/src/index.ts", "js/src/cloudflare.ts", "js/src/vitest.ts"],
   outdir: "js/dist",
   bundle: true,
   splitting: true,
