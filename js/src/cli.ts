@@ -1,13 +1,20 @@
 /**
  * The `eutaxy` command: a thin shell over `check()`. Options are declared once in a table that
- * both the parser and `--help` read.
+ * both the parser and `--help` read. What it prints is made for two readers: a person at a
+ * terminal (color on the verdict, a progress line on stderr) and a CI job (no color, no
+ * progress, `--json` with a documented schema, `--junit` for the test report, exit codes).
  */
 
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { type CheckResult, check } from "./check.ts";
-import { ExitCode, InputError, SimulationError } from "./errors.ts";
+import { type CheckOptions, type CheckResult, check } from "./check.ts";
+import { colorEnabled, paintVerdict } from "./color.ts";
+import { ExitCode, InputError, SimulationError, shown } from "./errors.ts";
+import { renderJunit, renderJunitError } from "./junit.ts";
+import { loadScenario } from "./load/scenario.ts";
+import { progressLine } from "./progress.ts";
 import { renderReport } from "./report.ts";
+import { renderCounterexample, renderReplay } from "./trace.ts";
 
 interface OptionSpec {
   readonly type: "string" | "boolean";
@@ -23,13 +30,23 @@ const OPTIONS = {
   },
   replay: { type: "string", value: "RUN_SEED", help: "run exactly the schedule a VIOLATED report printed" },
   "budget-ms": { type: "string", value: "N", help: "override the scenario's bounds.budgetMs" },
-  json: { type: "boolean", help: "print the result as JSON (schema eutaxy.check/1) instead of the report" },
+  runtime: { type: "string", value: "NAME", help: "where the Worker code runs: node (default) or workerd" },
+  json: {
+    type: "boolean",
+    help: "print the result as JSON instead of the report (schema eutaxy.check/1, docs/json-schema.md)",
+  },
+  junit: {
+    type: "string",
+    value: "FILE",
+    help: "also write a JUnit XML report to FILE: one testcase per invariant, for CI test reporters",
+  },
+  trace: { type: "boolean", help: "after a VIOLATED report, print the counterexample run step by step" },
   help: { type: "boolean", help: "show this help" },
   version: { type: "boolean", help: "print eutaxy's version" },
 } as const satisfies Record<string, OptionSpec>;
 
 const EXIT_CODES = [
-  [ExitCode.Bounded, "BOUNDED: every schedule within the bounds ran, no invariant broke"],
+  [ExitCode.Bounded, "BOUNDED: every schedule within the bounds ran, no invariant broke (or a replay HELD)"],
   [ExitCode.Violated, "VIOLATED: an invariant broke; the report shows the shrunk schedule"],
   [ExitCode.BadInput, "bad input: a scenario, wrangler config, schema or Worker eutaxy cannot use"],
   [ExitCode.Incomplete, "INCOMPLETE: the budget ran out before the bounded space was covered"],
@@ -46,14 +63,26 @@ function usage(): string {
   });
   return [
     "Usage: eutaxy check <scenario.sim.ts> [options]",
+    "       eutaxy replay <scenario.sim.ts> <RUN_SEED> [options]",
     "",
-    "Runs the scenario's Workers in one deterministic simulation, injects a crash before or",
+    "check runs the scenario's Workers in one deterministic simulation, injects a crash before or",
     "after every binding call within the bounds, resends what got no answer, and checks the",
     "scenario's invariants after every run. Prints VIOLATED with a shrunk, replayable schedule,",
     "BOUNDED when every schedule within the bounds ran, or INCOMPLETE when the budget ran out.",
     "",
+    "replay runs exactly the run a run seed names (printed by a VIOLATED report) and prints it",
+    "step by step: every delivery, every effect with the decision at it, every D1 statement with",
+    "its parameters and result, every answer, death and exception; then whether an invariant",
+    "broke in it (VIOLATED) or none did (HELD).",
+    "",
     "Options:",
     ...options,
+    "",
+    "Output:",
+    "  The verdict word is colored when stdout is a terminal; NO_COLOR=1 turns color off and",
+    "  FORCE_COLOR=1 turns it on anywhere (FORCE_COLOR=0 off). On a terminal a progress line",
+    "  (runs, runs/s, budget left) is drawn on stderr during the check and erased before the",
+    "  report; it is never drawn when stderr is not a terminal.",
     "",
     "Exit codes:",
     ...EXIT_CODES.map(([code, text]) => `  ${code}  ${text}`),
@@ -79,6 +108,46 @@ function exitCodeOf(result: CheckResult): number {
   }
 }
 
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>["values"];
+
+/** What a command line asks for, once read and checked. */
+interface Request {
+  readonly command: "check" | "replay";
+  readonly scenario: string;
+  readonly options: CheckOptions;
+  readonly values: Values;
+}
+
+/** Reads the positionals and options; a string is the problem, for stderr and exit 2. */
+function request(values: Values, positionals: readonly string[]): Request | string {
+  const [command, scenario, ...rest] = positionals;
+  let runSeed: string | undefined;
+  if (command === "check" && scenario && rest.length === 0) {
+    runSeed = values.replay;
+  } else if (command === "replay" && scenario && rest.length === 1) {
+    if (values.replay !== undefined) return "replay takes the run seed as its argument, not --replay";
+    runSeed = rest[0];
+  } else {
+    return "expected `eutaxy check <scenario.sim.ts>` or `eutaxy replay <scenario.sim.ts> <RUN_SEED>`";
+  }
+  let budgetMs: number | undefined;
+  if (values["budget-ms"] !== undefined) {
+    budgetMs = Number(values["budget-ms"]);
+    if (!Number.isInteger(budgetMs) || budgetMs <= 0) {
+      return "--budget-ms must be a positive whole number of milliseconds";
+    }
+  }
+  if (values.junit === "") return "--junit needs the path of the file to write";
+  // The options check() takes from the command line; one entry per option.
+  const options: CheckOptions = {
+    ...(values.seed === undefined ? {} : { seed: values.seed }),
+    ...(runSeed === undefined ? {} : { replay: runSeed }),
+    ...(budgetMs === undefined ? {} : { budgetMs }),
+    ...(values.runtime === undefined ? {} : { runtime: values.runtime as CheckOptions["runtime"] }),
+  };
+  return { command, scenario, options, values };
+}
+
 /** Runs the CLI with `argv` (without node and the script); resolves to the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
@@ -97,40 +166,79 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(`${version()}\n`);
     return ExitCode.Bounded;
   }
-  const [command, scenario, ...extra] = positionals;
-  if (command !== "check" || !scenario || extra.length > 0) {
-    process.stderr.write(`eutaxy: expected \`eutaxy check <scenario.sim.ts>\`\n\n${usage()}\n`);
+  const asked = request(values, positionals);
+  if (typeof asked === "string") {
+    process.stderr.write(`eutaxy: ${asked}\n\n${usage()}\n`);
     return ExitCode.BadInput;
   }
-  let budgetMs: number | undefined;
-  if (values["budget-ms"] !== undefined) {
-    budgetMs = Number(values["budget-ms"]);
-    if (!Number.isInteger(budgetMs) || budgetMs <= 0) {
-      process.stderr.write(`eutaxy: --budget-ms must be a positive whole number of milliseconds\n`);
-      return ExitCode.BadInput;
-    }
-  }
+  return run(asked);
+}
 
+async function run({ command, scenario, options, values }: Request): Promise<number> {
+  const progress = progressLine(process.stderr);
+  let result: CheckResult;
   try {
-    const result = await check(scenario, {
-      ...(values.seed === undefined ? {} : { seed: values.seed }),
-      ...(values.replay === undefined ? {} : { replay: values.replay }),
-      ...(budgetMs === undefined ? {} : { budgetMs }),
-    });
-    process.stdout.write(
-      values.json
-        ? `${JSON.stringify({ schema: "eutaxy.check/1", ...result }, null, 2)}\n`
-        : `${renderReport(result)}\n`,
-    );
-    return exitCodeOf(result);
+    result = await check(scenario, { ...options, ...(progress ? { onProgress: progress.update } : {}) });
   } catch (error) {
+    progress?.clear();
     if (error instanceof InputError || error instanceof SimulationError) {
-      process.stderr.write(`eutaxy: ${error.message}\n`);
+      // check() names a run seed it cannot read as the --replay option; replay took it as its argument.
+      const message = command === "replay" ? error.message.replace(/^--replay: /, "") : error.message;
+      process.stderr.write(`eutaxy: ${message}\n`);
+      if (values.junit !== undefined) {
+        const kind = error instanceof InputError ? "BAD_INPUT" : "ESCAPED_SIMULATION";
+        if (!writeJunit(values.junit, renderJunitError(scenario, kind, message))) return ExitCode.BadInput;
+      }
       return error.exitCode;
     }
-    process.stderr.write(
-      `eutaxy: internal error (a bug in eutaxy, please report it):\n${(error as Error)?.stack ?? error}\n`,
-    );
-    return ExitCode.Internal;
+    return internalError(error);
   }
+  progress?.clear();
+  try {
+    process.stdout.write(`${output(command, result, values)}\n`);
+    if (values.junit !== undefined) {
+      const { scenario: declared } = await loadScenario(result.file);
+      const xml = renderJunit(
+        result,
+        declared.invariants.map((inv) => inv.name),
+        (runSeed) => `eutaxy replay ${shown(result.file)} ${runSeed}`,
+      );
+      if (!writeJunit(values.junit, xml)) return ExitCode.BadInput;
+    }
+  } catch (error) {
+    return internalError(error);
+  }
+  return exitCodeOf(result);
+}
+
+/** What goes to stdout: the JSON, the run step by step for `replay`, or the report. */
+function output(command: Request["command"], result: CheckResult, values: Values): string {
+  if (values.json) return JSON.stringify({ schema: "eutaxy.check/1", ...result }, null, 2);
+  const color = colorEnabled(process.stdout, process.env);
+  if (command === "replay")
+    return renderReplay(result, (line, verdict) => paintVerdict(line, verdict, color));
+  const report = renderReport(result);
+  const lines = report.split("\n");
+  lines[0] = paintVerdict(lines[0] as string, result.verdict, color);
+  const counterexample = values.trace ? renderCounterexample(result) : undefined;
+  return counterexample === undefined ? lines.join("\n") : `${lines.join("\n")}\n\n${counterexample}`;
+}
+
+/** Writes the JUnit report; a path that cannot be written is the user's to fix (exit 2). */
+function writeJunit(file: string, xml: string): boolean {
+  try {
+    writeFileSync(file, xml);
+    return true;
+  } catch (error) {
+    const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    process.stderr.write(`eutaxy: ${shown(file)}: cannot write the --junit report (${why})\n`);
+    return false;
+  }
+}
+
+function internalError(error: unknown): number {
+  process.stderr.write(
+    `eutaxy: internal error (a bug in eutaxy, please report it):\n${(error as Error)?.stack ?? error}\n`,
+  );
+  return ExitCode.Internal;
 }

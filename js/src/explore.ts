@@ -1,0 +1,225 @@
+/**
+ * The exploration itself, portable between runtimes: set up the stores, probe the Worker modules,
+ * run what the engine plans until it has a verdict, and shape that verdict as a CheckResult.
+ * Nothing here reads files or loads the engine, so the same code runs in Node (`check.ts`) and
+ * inside workerd (`workerd/host.ts`); each caller hands in the engine and the schema texts.
+ */
+
+import type { Bounds, Driver, Invariant } from "./cloudflare.ts";
+import { eventsOf } from "./drivers/index.ts";
+import type { Engine, EngineConfig, FaultReport, InvariantSpec } from "./engine.ts";
+import { InputError, shown } from "./errors.ts";
+import { finalState, hostViolation } from "./sim/final-state.ts";
+import { activate, real } from "./sim/globals.ts";
+import { hasHandler } from "./sim/handlers.ts";
+import { KV_SCHEMA } from "./sim/kv.ts";
+import { QUEUE_SCHEMA } from "./sim/queues.ts";
+import { Run } from "./sim/run.ts";
+import { workersModule } from "./sim/workers-module.ts";
+import type { World } from "./sim/world.ts";
+
+export type ResolvedBounds = Required<Bounds>;
+
+/** Hard limits that hold whatever the budget: a check always ends. */
+const RUNS_MAX = 1_000_000;
+const SHRINK_RUNS_MAX = 2_000;
+
+interface CheckHeader {
+  readonly scenario: string;
+  readonly file: string;
+  readonly seed: string;
+  readonly bounds: ResolvedBounds;
+  readonly elapsedMs: number;
+}
+
+export type CheckResult = CheckHeader &
+  (
+    | { readonly verdict: "BOUNDED"; readonly runs: number }
+    | { readonly verdict: "INCOMPLETE"; readonly runs: number; readonly reason: "budget" | "runs" }
+    | {
+        readonly verdict: "VIOLATED";
+        readonly runs: number;
+        readonly shrinkRuns: number;
+        readonly invariant: string;
+        readonly message: string;
+        readonly runSeed: string;
+        readonly eventsKept: readonly string[];
+        readonly faults: readonly FaultReport[];
+        readonly trace: readonly string[];
+      }
+    | { readonly verdict: "HELD"; readonly runSeed: string; readonly trace: readonly string[] }
+  );
+
+/** Everything an exploration needs once the scenario is loaded and its world built. */
+export interface Exploration {
+  readonly world: World;
+  readonly seed: string;
+  readonly bounds: ResolvedBounds;
+  /** A run seed to run once instead of exploring. */
+  readonly replay?: string | undefined;
+  /** The SQL of every `d1Schema` file, by the file's absolute path. */
+  readonly schemas: ReadonlyMap<string, string>;
+  /** Creates the engine in the runtime the exploration runs in. */
+  readonly createEngine: (config: EngineConfig) => Engine;
+}
+
+export async function explore(exploration: Exploration): Promise<CheckResult> {
+  const { world, seed, bounds } = exploration;
+  const { scenario } = world;
+  const events = eventsOf(scenario.drive);
+  const engine = startEngine(exploration, {
+    seed,
+    events: events.map((e) => e.id),
+    maxFaultsPerRun: bounds.maxFaultsPerRun,
+    maxRedeliveries: bounds.maxRedeliveries,
+    budgetMs: bounds.budgetMs,
+    runsMax: RUNS_MAX,
+    shrinkRunsMax: SHRINK_RUNS_MAX,
+    replay: exploration.replay,
+    invariants: engineInvariants(scenario.invariants),
+  });
+  try {
+    setUpStores(engine, world, exploration.schemas);
+    probeModules(engine, world);
+
+    const started = real.monotonicMs();
+    for (;;) {
+      const plan = engine.nextRun(real.monotonicMs() - started);
+      if (!plan) break;
+      const run = new Run(engine, world, events);
+      await run.execute(plan);
+      engine.endRun(hostViolation(scenario.invariants, finalState(engine, world, run.responses)));
+    }
+    const header: CheckHeader = {
+      scenario: scenario.name,
+      file: world.file,
+      seed,
+      bounds,
+      elapsedMs: real.monotonicMs() - started,
+    };
+    const verdict = engine.verdict();
+    switch (verdict.kind) {
+      case "bounded":
+        return { ...header, verdict: "BOUNDED", runs: verdict.runs };
+      case "incomplete":
+        return { ...header, verdict: "INCOMPLETE", runs: verdict.runs, reason: verdict.reason };
+      case "held":
+        return { ...header, verdict: "HELD", runSeed: verdict.runSeed, trace: verdict.trace };
+      case "violated": {
+        const { kind: _kind, ...rest } = verdict;
+        return { ...header, verdict: "VIOLATED", ...rest };
+      }
+    }
+  } finally {
+    engine.free();
+  }
+}
+
+/** Creates the engine; a run seed it cannot read is bad input, named as the option it came in. */
+function startEngine(exploration: Exploration, config: EngineConfig): Engine {
+  try {
+    return exploration.createEngine(config);
+  } catch (error) {
+    if (exploration.replay !== undefined && /run seed/.test((error as Error).message)) {
+      throw new InputError(undefined, `--replay: ${(error as Error).message}`);
+    }
+    throw error;
+  }
+}
+
+/** The invariants the engine evaluates itself; the host evaluates custom and response ones. */
+function engineInvariants(invariants: readonly Invariant[]): InvariantSpec[] {
+  return invariants.flatMap((inv): InvariantSpec[] => {
+    switch (inv.kind) {
+      case "unique":
+        return [
+          { kind: "unique", name: inv.name, db: inv.rows.db, table: inv.rows.table, columns: inv.columns },
+        ];
+      case "query":
+      case "conserved":
+        return [{ kind: inv.kind, name: inv.name, db: inv.db, sql: inv.sql }];
+      default:
+        return [];
+    }
+  });
+}
+
+/**
+ * Opens every store (D1 databases, KV namespaces, queues), applies the scenario's schemas, and
+ * seals the post-setup state every run starts from.
+ */
+function setUpStores(engine: Engine, world: World, schemas: ReadonlyMap<string, string>): void {
+  for (const db of world.databases) engine.d1Open(db);
+  for (const store of world.kvStores) {
+    engine.d1Open(store);
+    engine.d1Setup(store, KV_SCHEMA);
+  }
+  for (const queue of world.queues.values()) {
+    engine.d1Open(queue.store);
+    engine.d1Setup(queue.store, QUEUE_SCHEMA);
+  }
+  for (const step of world.scenario.setup ?? []) {
+    if (step.kind !== "d1Schema") continue;
+    const sql = schemas.get(step.file);
+    if (sql === undefined) {
+      throw new InputError(shown(step.file), "no such file (named by d1Schema in the scenario)");
+    }
+    try {
+      engine.d1Setup(step.db, sql);
+    } catch (error) {
+      throw new InputError(
+        shown(step.file),
+        `SQL error applying it to D1 ${step.db}: ${(error as Error).message}`,
+      );
+    }
+  }
+  try {
+    engine.seal();
+  } catch (error) {
+    throw new InputError(shown(world.file), (error as Error).message);
+  }
+}
+
+/** Loads every Worker module once before exploring, so one that throws at import is bad input. */
+function probeModules(engine: Engine, world: World): void {
+  const clockMs = engine.nowMs();
+  const deactivate = activate({
+    fillRandom: (buf) => engine.fillRandom("probe", buf),
+    nowMs: () => clockMs,
+  });
+  try {
+    for (const worker of world.workers) {
+      let exports: Record<string, unknown>;
+      try {
+        exports = worker.module.instantiate({ "cloudflare:workers": workersModule(() => ({})) });
+      } catch (error) {
+        const what = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+        throw new InputError(shown(worker.entry), `the Worker threw at import: ${what}`);
+      }
+      for (const [driver, handler] of [
+        ["http", "fetch"],
+        ["cron", "scheduled"],
+      ] as const) {
+        if (worker === world.main && drives(world, driver) && !hasHandler(exports, handler)) {
+          throw new InputError(
+            worker.entry,
+            `the default export has no ${handler} handler, which the scenario's ${driver} driver calls`,
+          );
+        }
+      }
+      if (worker.config?.queueConsumers.length && !hasHandler(exports, "queue")) {
+        throw new InputError(
+          worker.entry,
+          `${shown(worker.config.file)} makes it a queue consumer, but its default export has no queue handler`,
+        );
+      }
+    }
+  } finally {
+    deactivate();
+  }
+}
+
+function drives(world: World, kind: Driver["kind"]): boolean {
+  const drive = world.scenario.drive;
+  return (Array.isArray(drive) ? drive : [drive as Driver]).some((d) => d.kind === kind);
+}

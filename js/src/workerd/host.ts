@@ -1,0 +1,100 @@
+/**
+ * The simulation host inside workerd: the module the generated workerd script calls `serve` from.
+ * It rebuilds the world Node built (`world-data.ts`) around Workers compiled into the script,
+ * loads the engine from its compiled wasm module, and runs the same exploration Node runs
+ * (`explore.ts`). Its answer is JSON: the CheckResult, or the error the check ended with.
+ */
+
+// First: it adapts a global before the simulation's modules capture it.
+import "./prelude.ts";
+import { initSync, Engine as WasmEngine } from "eutaxy:engine-web";
+import process from "node:process";
+import type { Engine, EngineConfig } from "../engine.ts";
+import { InputError, SimulationError } from "../errors.ts";
+import { explore } from "../explore.ts";
+import type { WorkerModule } from "../load/bundle.ts";
+import type { CarriedError, HostAnswer, HostRequest, ModuleFactory } from "./protocol.ts";
+import { decodeWorld } from "./world-data.ts";
+
+export interface HostParts {
+  /** The engine's wasm, compiled by workerd from the script's wasm module. */
+  readonly wasm: WebAssembly.Module;
+  /** The scenario module, as workerd evaluated it. */
+  readonly scenario: Readonly<Record<string, unknown>>;
+  /** Each Worker's bundled code, in the world's order. */
+  readonly factories: readonly ModuleFactory[];
+  /** The `node:*` modules the Workers import, as workerd provides them. */
+  readonly nodeModules: Readonly<Record<string, unknown>>;
+}
+
+let engineReady = false;
+
+function createEngine(wasm: WebAssembly.Module, config: EngineConfig): Engine {
+  if (!engineReady) {
+    initSync({ module: wasm });
+    engineReady = true;
+  }
+  return new WasmEngine(config) as Engine;
+}
+
+/** A Worker's module: each `instantiate` calls its factory anew, one fresh evaluation per run. */
+function workerModule(
+  entry: string,
+  factory: ModuleFactory,
+  nodeModules: HostParts["nodeModules"],
+): WorkerModule {
+  return {
+    entry,
+    instantiate(virtualModules) {
+      const require = (specifier: string): unknown => {
+        if (Object.hasOwn(virtualModules, specifier)) return virtualModules[specifier];
+        if (Object.hasOwn(nodeModules, specifier)) return nodeModules[specifier];
+        throw new Error(`${entry} imports ${specifier}, which eutaxy does not provide`);
+      };
+      const module = { exports: {} };
+      factory(module, module.exports, require);
+      return module.exports;
+    },
+  };
+}
+
+function carried(error: unknown): CarriedError {
+  if (error instanceof InputError) return { kind: "input", file: error.file, problem: error.problem };
+  if (error instanceof SimulationError) return { kind: "simulation", message: error.message };
+  if (error instanceof Error) return { kind: "internal", message: error.message, stack: error.stack };
+  return { kind: "internal", message: String(error), stack: undefined };
+}
+
+async function answer(parts: HostParts, request: HostRequest): Promise<HostAnswer> {
+  try {
+    // Messages name files relative to the working folder, which is Node's.
+    process.cwd = () => request.cwd;
+    const modules = request.world.workers.map((worker, i) => {
+      const factory = parts.factories[i];
+      if (!factory) throw new Error(`the workerd script has no code for Worker ${worker.name}`);
+      return workerModule(worker.entry, factory, parts.nodeModules);
+    });
+    const world = decodeWorld(request.world, parts.scenario.default, modules);
+    const result = await explore({
+      world,
+      seed: request.seed,
+      bounds: request.bounds,
+      replay: request.replay,
+      schemas: new Map(request.schemas),
+      createEngine: (config) => createEngine(parts.wasm, config),
+    });
+    return { result };
+  } catch (error) {
+    return { error: carried(error) };
+  }
+}
+
+/** The workerd entry: one POST with a HostRequest, answered with a HostAnswer. */
+export function serve(parts: HostParts): { fetch(request: Request): Promise<Response> } {
+  return {
+    async fetch(request) {
+      const body = (await request.json()) as HostRequest;
+      return Response.json(await answer(parts, body));
+    },
+  };
+}

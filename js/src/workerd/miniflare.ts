@@ -1,0 +1,179 @@
+/**
+ * `check(…, { runtime: "workerd" })`: the exploration runs inside workerd, through Miniflare.
+ * Node has loaded the scenario and built its world as it always does; here it assembles one
+ * workerd script (the simulation host, the engine's wasm, the scenario module and every Worker
+ * compiled in as a factory), sends it the world as JSON, and takes back the CheckResult, or the
+ * error the check ended with, raised again here as the same InputError or SimulationError.
+ */
+
+import { readFileSync } from "node:fs";
+import type { Readable } from "node:stream";
+import { Miniflare } from "miniflare";
+import { InputError, SimulationError, shown } from "../errors.ts";
+import type { CheckResult, Exploration } from "../explore.ts";
+import type { World } from "../sim/world.ts";
+import {
+  bundleHost,
+  bundleScenarioCode,
+  bundleWorkerCode,
+  type WorkerCode,
+  webEnginePath,
+} from "./bundle.ts";
+import type { HostAnswer, HostRequest } from "./protocol.ts";
+import { encodeWorld } from "./world-data.ts";
+
+/**
+ * The workerd isolate's compatibility date: the newest the pinned workerd supports. Every Worker
+ * of a check shares the isolate, so no Worker's own date can apply to the others; the dates in
+ * wrangler configs still decide what the simulation emulates (a queue's default content type).
+ */
+export const WORKERD_COMPATIBILITY_DATE = "2026-04-26";
+
+/** Where the script's modules are named from; nothing is read from there. */
+const ROOT = "/eutaxy";
+
+export async function exploreInWorkerd(exploration: Omit<Exploration, "createEngine">): Promise<CheckResult> {
+  const { world } = exploration;
+  const [host, scenario, workers] = await Promise.all([
+    bundleHost(),
+    bundleScenarioCode(world.file),
+    Promise.all(world.workers.map((worker) => bundleWorkerCode(worker.entry))),
+  ]);
+  const request: HostRequest = {
+    cwd: process.cwd(),
+    world: encodeWorld(world),
+    seed: exploration.seed,
+    bounds: exploration.bounds,
+    replay: exploration.replay,
+    schemas: [...exploration.schemas],
+  };
+  const stderr = new StartupLog();
+  const mf = new Miniflare({
+    modulesRoot: ROOT,
+    modules: [
+      { type: "ESModule", path: `${ROOT}/main.js`, contents: mainScript(workers) },
+      { type: "ESModule", path: `${ROOT}/host.js`, contents: host },
+      { type: "ESModule", path: `${ROOT}/scenario.js`, contents: scenario },
+      {
+        type: "CompiledWasm",
+        path: `${ROOT}/engine_bg.wasm`,
+        contents: readFileSync(webEnginePath("engine_bg.wasm")),
+      },
+    ],
+    compatibilityDate: WORKERD_COMPATIBILITY_DATE,
+    compatibilityFlags: ["nodejs_compat"],
+    // The `request.cf` object Miniflare would otherwise download: the simulation has no network.
+    cf: false,
+    handleRuntimeStdio(out: Readable, err: Readable) {
+      out.pipe(process.stdout);
+      err.on("data", (chunk: Buffer) => stderr.write(chunk));
+    },
+  });
+  let answer: HostAnswer;
+  try {
+    try {
+      await mf.ready;
+    } catch {
+      throw startupError(world, workers, stderr.text());
+    }
+    stderr.started();
+    const response = await mf.dispatchFetch("http://eutaxy.invalid/", {
+      method: "POST",
+      body: JSON.stringify(request),
+    });
+    answer = (await response.json()) as HostAnswer;
+  } finally {
+    // A runtime that failed to start fails its disposal the same way; the error above says why.
+    await mf.dispose().catch(() => {});
+  }
+  if ("result" in answer) return answer.result;
+  const carried = answer.error;
+  switch (carried.kind) {
+    case "input":
+      throw new InputError(carried.file, carried.problem);
+    case "simulation":
+      throw new SimulationError(carried.message);
+    default: {
+      const error = new Error(carried.message);
+      if (carried.stack) error.stack = `${carried.stack}\n    (inside workerd)`;
+      throw error;
+    }
+  }
+}
+
+/** Bytes of workerd's stderr kept while it starts, to say why it could not. */
+const STARTUP_LOG_MAX = 64 * 1024;
+
+/**
+ * workerd's stderr: kept while workerd starts (it says there why a module did not load), then
+ * passed through, as the Workers' `console.error` is in Node.
+ */
+class StartupLog {
+  private kept: string | undefined = "";
+
+  write(chunk: Buffer): void {
+    if (this.kept === undefined) process.stderr.write(chunk);
+    else if (this.kept.length < STARTUP_LOG_MAX) this.kept += chunk.toString("utf8");
+  }
+
+  text(): string {
+    return this.kept ?? "";
+  }
+
+  started(): void {
+    if (this.kept) process.stderr.write(this.kept);
+    this.kept = undefined;
+  }
+}
+
+/**
+ * Why workerd did not start, as bad input: a Worker importing a `node:` module workerd does not
+ * have is named with its entry; anything else names the scenario, with workerd's own words.
+ */
+function startupError(world: World, workers: readonly WorkerCode[], log: string): InputError {
+  const missing = /No such module "([^"]+)"/.exec(log)?.[1];
+  const index = missing === undefined ? -1 : workers.findIndex((w) => w.nodeModules.includes(missing));
+  const worker = world.workers[index];
+  if (worker) {
+    return new InputError(shown(worker.entry), `imports ${missing}, which workerd does not provide`);
+  }
+  const said = log
+    .split("\n")
+    .map((line) => line.replace(/^service core:user:[^:]*: /, "").trim())
+    .filter((line) => /Uncaught|Error/.test(line));
+  return new InputError(
+    shown(world.file),
+    `workerd could not load the scenario and its Workers${said.length ? `: ${said.join(" ")}` : ""}`,
+  );
+}
+
+/**
+ * The script's main module: each Worker's bundle as the body of a factory function (workerd
+ * cannot compile code at run time, so every fresh evaluation of a module is a call of one of
+ * these), the `node:*` modules they import, and the host's entry over them.
+ */
+function mainScript(workers: readonly WorkerCode[]): string {
+  const specifiers = [...new Set(workers.flatMap((w) => w.nodeModules))].sort();
+  const lines = [
+    'import { serve } from "./host.js";',
+    'import wasm from "./engine_bg.wasm";',
+    'import * as scenario from "./scenario.js";',
+    ...specifiers.map((s, i) => `import * as __eutaxy_node_${i} from ${JSON.stringify(s)};`),
+  ];
+  workers.forEach((worker, i) => {
+    lines.push(`function __eutaxy_worker_${i}(module, exports, require) {\n${worker.code}\n}`);
+  });
+  // `require` of a builtin answers its module object, as Node's does: the default export.
+  const nodeModules = specifiers.map(
+    (s, i) => `${JSON.stringify(s)}: __eutaxy_node_${i}.default ?? __eutaxy_node_${i}`,
+  );
+  lines.push(
+    "export default serve({",
+    "  wasm,",
+    "  scenario,",
+    `  factories: [${workers.map((_, i) => `__eutaxy_worker_${i}`).join(", ")}],`,
+    `  nodeModules: { ${nodeModules.join(", ")} },`,
+    "});",
+  );
+  return lines.join("\n");
+}

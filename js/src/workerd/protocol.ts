@@ -1,0 +1,33 @@
+/**
+ * What Node and the workerd host say to each other: one request with everything the exploration
+ * needs, one answer with its result or the error it ended with. Errors cross as their kind and
+ * parts, so Node raises the same InputError or SimulationError with the same message.
+ */
+
+import type { CheckResult, ResolvedBounds } from "../explore.ts";
+import type { WorldData } from "./world-data.ts";
+
+export interface HostRequest {
+  /** Node's working folder: messages name files relative to it, as they do in Node. */
+  readonly cwd: string;
+  readonly world: WorldData;
+  readonly seed: string;
+  readonly bounds: ResolvedBounds;
+  readonly replay: string | undefined;
+  /** The SQL of every `d1Schema` file, by its absolute path. */
+  readonly schemas: [string, string][];
+}
+
+export type CarriedError =
+  | { readonly kind: "input"; readonly file: string | undefined; readonly problem: string }
+  | { readonly kind: "simulation"; readonly message: string }
+  | { readonly kind: "internal"; readonly message: string; readonly stack: string | undefined };
+
+export type HostAnswer = { readonly result: CheckResult } | { readonly error: CarriedError };
+
+/** The CommonJS-shaped function each bundled Worker is compiled into in the workerd script. */
+export type ModuleFactory = (
+  module: { exports: Record<string, unknown> },
+  exports: Record<string, unknown>,
+  require: (specifier: string) => unknown,
+) => void;
