@@ -10,6 +10,7 @@ import { parseArgs } from "node:util";
 import { type CheckOptions, type CheckResult, check } from "./check.ts";
 import { colorEnabled, paintVerdict } from "./color.ts";
 import { ExitCode, InputError, SimulationError, shown } from "./errors.ts";
+import { renderHtml } from "./html.ts";
 import { renderJunit, renderJunitError } from "./junit.ts";
 import { loadScenario } from "./load/scenario.ts";
 import { progressLine } from "./progress.ts";
@@ -39,6 +40,11 @@ const OPTIONS = {
     type: "string",
     value: "FILE",
     help: "also write a JUnit XML report to FILE: one testcase per invariant, for CI test reporters",
+  },
+  html: {
+    type: "string",
+    value: "FILE",
+    help: "also write the result as a self-contained HTML page to FILE: the counterexample as a sequence diagram",
   },
   trace: { type: "boolean", help: "after a VIOLATED report, print the counterexample run step by step" },
   help: { type: "boolean", help: "show this help" },
@@ -138,6 +144,7 @@ function request(values: Values, positionals: readonly string[]): Request | stri
     }
   }
   if (values.junit === "") return "--junit needs the path of the file to write";
+  if (values.html === "") return "--html needs the path of the file to write";
   // The options check() takes from the command line; one entry per option.
   const options: CheckOptions = {
     ...(values.seed === undefined ? {} : { seed: values.seed }),
@@ -187,7 +194,8 @@ async function run({ command, scenario, options, values }: Request): Promise<num
       process.stderr.write(`eutaxy: ${message}\n`);
       if (values.junit !== undefined) {
         const kind = error instanceof InputError ? "BAD_INPUT" : "ESCAPED_SIMULATION";
-        if (!writeJunit(values.junit, renderJunitError(scenario, kind, message))) return ExitCode.BadInput;
+        if (!writeReport(values.junit, "--junit", renderJunitError(scenario, kind, message)))
+          return ExitCode.BadInput;
       }
       return error.exitCode;
     }
@@ -203,7 +211,10 @@ async function run({ command, scenario, options, values }: Request): Promise<num
         declared.invariants.map((inv) => inv.name),
         (runSeed) => `eutaxy replay ${shown(result.file)} ${runSeed}`,
       );
-      if (!writeJunit(values.junit, xml)) return ExitCode.BadInput;
+      if (!writeReport(values.junit, "--junit", xml)) return ExitCode.BadInput;
+    }
+    if (values.html !== undefined && !writeReport(values.html, "--html", renderHtml(result))) {
+      return ExitCode.BadInput;
     }
   } catch (error) {
     return internalError(error);
@@ -224,14 +235,14 @@ function output(command: Request["command"], result: CheckResult, values: Values
   return counterexample === undefined ? lines.join("\n") : `${lines.join("\n")}\n\n${counterexample}`;
 }
 
-/** Writes the JUnit report; a path that cannot be written is the user's to fix (exit 2). */
-function writeJunit(file: string, xml: string): boolean {
+/** Writes a report file; a path that cannot be written is the user's to fix (exit 2). */
+function writeReport(file: string, option: "--junit" | "--html", text: string): boolean {
   try {
-    writeFileSync(file, xml);
+    writeFileSync(file, text);
     return true;
   } catch (error) {
     const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-    process.stderr.write(`eutaxy: ${shown(file)}: cannot write the --junit report (${why})\n`);
+    process.stderr.write(`eutaxy: ${shown(file)}: cannot write the ${option} report (${why})\n`);
     return false;
   }
 }

@@ -4,6 +4,9 @@
  */
 
 import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 
 const root = new URL("../../", import.meta.url).pathname;
@@ -60,6 +63,17 @@ describe("eutaxy check", () => {
     );
     expect(run.code).toBe(3);
     expect(run.stdout.split("\n")[0]).toBe("INCOMPLETE  checkout-fixed  (seed checkout-fixed)");
+  });
+
+  it("writes the counterexample as an HTML page with --html", () => {
+    const page = join(mkdtempSync(join(tmpdir(), "eutaxy-html-")), "checkout.html");
+    const run = eutaxy(["check", "./checkout.sim.ts", "--html", page], `${root}examples/service-binding`);
+    expect(run.code).toBe(1);
+    const html = readFileSync(page, "utf8");
+    expect(html).toMatch(/^<!doctype html>/i);
+    expect(html).toContain("one-charge-per-order");
+    expect(html).toContain("crash_after");
+    expect(html).toContain("req-2#2");
   });
 
   it("prints JSON with a schema tag", () => {
