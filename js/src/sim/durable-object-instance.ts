@@ -181,7 +181,12 @@ class SimDurableObjectState {
     this.#slot = slot;
     this.#live = live;
     this.id = slot.id;
-    this.storage = new SimDurableObjectStorage(slot.store, slot.namespace.sqlite, alarmHooks(run, slot));
+    this.storage = new SimDurableObjectStorage(
+      slot.store,
+      slot.namespace.sqlite,
+      alarmHooks(run, slot),
+      deleteAllDeletesAlarm(slot.namespace),
+    );
   }
 
   waitUntil(promise: Promise<unknown>): void {
@@ -273,4 +278,17 @@ async function deliverAlarm(
     if (outcome.kind === "returned") break;
   }
   clearAlarm(slot.store, generation);
+}
+
+/**
+ * Whether the class's Worker has `delete_all_deletes_alarm` (the default from 2026-02-24;
+ * `delete_all_preserves_alarm` turns it off). Wrangler takes today's date when a config gives
+ * none, so the newest behaviour applies then.
+ */
+function deleteAllDeletesAlarm(namespace: DurableObjectNamespace): boolean {
+  const config = namespace.worker.config;
+  const flags = config?.compatibilityFlags ?? [];
+  if (flags.includes("delete_all_deletes_alarm")) return true;
+  if (flags.includes("delete_all_preserves_alarm")) return false;
+  return (config?.compatibilityDate ?? "9999-12-31") >= "2026-02-24";
 }

@@ -13,8 +13,9 @@
  *   steps lazily, so its `rowsRead` grows as the cursor advances; here it is final at once.
  * - With several statements in one `exec`, every statement runs and the cursor is over the last,
  *   as in workerd; the bindings go to the last statement.
- * - A binding must be a string, number, null, ArrayBuffer or view; anything else is a
- *   TypeError worded by eutaxy (workerd converts through its own type system).
+ * - A number with an integral value is bound as an INTEGER; workerd binds every number as a
+ *   double (`typeof(?)` is `real`, `'x' || 7` is `x7.0`). The engine cannot bind an integral
+ *   double yet (src/wasm.rs); js/test/fidelity-durable-objects.test.ts asserts the difference.
  */
 
 import type { D1RawResult } from "../engine.ts";
@@ -126,7 +127,7 @@ export class SimSqlStorage {
 
   exec<T extends Row = Row>(query: string, ...bindings: unknown[]): SimSqlCursor<T> {
     const statements = splitStatements(String(query));
-    if (statements.length === 0) throw new Error("No SQL statements detected.");
+    if (statements.length === 0) throw new Error("SQL code did not contain a statement.");
     if (statements.length > STATEMENTS_PER_EXEC_MAX) {
       throw new Error(`eutaxy runs at most ${STATEMENTS_PER_EXEC_MAX} statements per exec`);
     }
@@ -155,24 +156,36 @@ export class SimSqlStorage {
   }
 }
 
-/** Runs an engine call; its error (`no such table: t: SQLITE_ERROR`) is an Error, as workerd's. */
+/** workerd's text for a statement given the wrong number of bindings. */
+const WRONG_BINDINGS = "Wrong number of parameter bindings for SQL query.";
+
+/**
+ * Runs an engine call; its error (`no such table: t: SQLITE_ERROR`) is an Error, as workerd's.
+ * The engine says how many bindings a statement takes; workerd does not.
+ */
 function sqlCall<T>(call: () => T): T {
   try {
     return call();
   } catch (error) {
-    throw new Error(error instanceof Error ? error.message : String(error));
+    const message = error instanceof Error ? error.message : String(error);
+    throw new Error(message.startsWith(WRONG_BINDINGS.slice(0, -1)) ? WRONG_BINDINGS : message);
   }
 }
 
+/**
+ * A binding as workerd converts it (a BLOB, a string or a double, or null): `undefined` is
+ * null, a bigint is refused as V8 refuses it as a number, and anything else (a boolean, an
+ * object, a Date) is bound as its string (`true` is `"true"`).
+ */
 function toBinding(value: unknown): unknown {
-  if (value === null || typeof value === "string" || typeof value === "number") return value;
+  if (value === null || value === undefined) return null;
+  if (typeof value === "string" || typeof value === "number") return value;
+  if (typeof value === "bigint") throw new TypeError("Cannot convert a BigInt value to a number");
   if (value instanceof ArrayBuffer) return new Uint8Array(value.slice(0));
   if (ArrayBuffer.isView(value)) {
     return new Uint8Array(value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength));
   }
-  throw new TypeError(
-    `SQL bindings must be strings, numbers, null, ArrayBuffers or views; got ${typeof value}`,
-  );
+  return String(value);
 }
 
 /** A value as workerd gives it: integers and reals as numbers, BLOBs as ArrayBuffers. */

@@ -43,6 +43,7 @@ import {
   keyList,
   keyOf,
   tooManyKeys,
+  undefinedValue,
 } from "./durable-object-values.ts";
 
 /** Nested `transactionSync` calls at most. */
@@ -55,10 +56,18 @@ export class SimDurableObjectStorage {
   #sql: SimSqlStorage | undefined;
   #syncDepth = 0;
 
-  constructor(store: ObjectStore, sqlite: boolean, hooks: StorageHooks) {
+  readonly #deleteAllDeletesAlarm: boolean;
+
+  /**
+   * `deleteAllDeletesAlarm`: the Worker's `delete_all_deletes_alarm` compatibility behaviour
+   * (the default from 2026-02-24, Cloudflare's changelog "deleteAll() now deletes Durable Object
+   * alarm"); before it, `deleteAll` leaves the alarm set.
+   */
+  constructor(store: ObjectStore, sqlite: boolean, hooks: StorageHooks, deleteAllDeletesAlarm = false) {
     this.#store = store;
     this.#sqlite = sqlite;
     this.#hooks = hooks;
+    this.#deleteAllDeletesAlarm = deleteAllDeletesAlarm;
   }
 
   get sql(): SimSqlStorage {
@@ -69,8 +78,8 @@ export class SimDurableObjectStorage {
 
   get(keys: unknown, _options?: unknown): Promise<unknown> {
     return attempt(() => {
-      if (Array.isArray(keys)) return readMany(this.#store, keyList(keys));
-      return readOne(this.#store, keyOf(keys));
+      if (Array.isArray(keys)) return readMany(this.#store, keyList(keys, this.#sqlite));
+      return readOne(this.#store, keyOf(keys, this.#sqlite));
     });
   }
 
@@ -83,7 +92,7 @@ export class SimDurableObjectStorage {
   delete(keys: unknown, _options?: unknown): Promise<boolean | number> {
     return attempt(() => {
       const many = Array.isArray(keys);
-      const names = many ? keyList(keys) : [keyOf(keys)];
+      const names = many ? keyList(keys, this.#sqlite) : [keyOf(keys, this.#sqlite)];
       const deleted = applyWrites(
         this.#store,
         names.map((key): Write => [key, null]),
@@ -99,10 +108,12 @@ export class SimDurableObjectStorage {
   /**
    * Deletes every key; for a SQLite-backed object the whole database: its tables too (docs:
    * "removes the entire contents of a Durable Object's private SQLite database"). The alarm
-   * stays (docs: "deleteAll() does not proactively delete alarms").
+   * goes too with `delete_all_deletes_alarm`, and stays without it (the docs before
+   * 2026-02-24: "deleteAll() does not proactively delete alarms").
    */
   deleteAll(_options?: unknown): Promise<void> {
     return attempt(() => {
+      if (this.#deleteAllDeletesAlarm) this.#changeAlarm({ time: null });
       if (!this.#sqlite) {
         this.#store.kv("DELETE FROM _cf_KV");
         return;
@@ -195,9 +206,10 @@ export class SimDurableObjectStorage {
     if (typeof keyOrEntries === "object" && keyOrEntries !== null && !Array.isArray(keyOrEntries)) {
       const entries = Object.entries(keyOrEntries);
       if (entries.length > KEYS_PER_CALL_MAX) throw tooManyKeys();
-      return entries.map(([key, v]) => [checkedKey(key), this.#encode(key, v)]);
+      return entries.map(([key, v]) => [checkedKey(key, this.#sqlite), this.#encode(key, v)]);
     }
-    const key = keyOf(keyOrEntries);
+    const key = keyOf(keyOrEntries, this.#sqlite);
+    if (value === undefined) throw undefinedValue();
     return [[key, this.#encode(key, value)]];
   }
 

@@ -5,6 +5,7 @@
 
 import type { ObjectStore } from "./durable-object-store.ts";
 import { compareKeys, decodeEntries, decodeValue } from "./durable-object-values.ts";
+import { real } from "./globals.ts";
 
 /** What the storage needs from the object it belongs to. */
 export interface StorageHooks {
@@ -49,10 +50,20 @@ export function visibleAlarm(store: ObjectStore, hooks: StorageHooks): number | 
   return alarm.time;
 }
 
+/**
+ * The time `setAlarm` was given, in milliseconds since the epoch: a number or a Date, refused as
+ * workerd refuses anything else (its `kj::Date` parameter) and a number or Date that is not a
+ * valid time.
+ */
 export function alarmTime(value: unknown): number {
-  const time = value instanceof Date ? value.getTime() : value;
-  if (typeof time !== "number" || !Number.isFinite(time)) {
-    throw new TypeError("setAlarm() takes a time in milliseconds since the epoch or a Date");
+  if (typeof value !== "number" && !(value instanceof real.Date)) {
+    throw new TypeError(
+      "Failed to execute 'setAlarm' on 'DurableObjectStorage': parameter 1 is not of type 'date'.",
+    );
+  }
+  const time = typeof value === "number" ? value : value.getTime();
+  if (!Number.isFinite(time)) {
+    throw new TypeError("The value cannot be converted because it is not a valid Date.");
   }
   return time;
 }
@@ -106,7 +117,7 @@ export function scan(store: ObjectStore, options: ListOptions): [string, Uint8Ar
 
 export function listOptions(options: ListOptions): ListOptions {
   if (options.start !== undefined && options.startAfter !== undefined) {
-    throw new TypeError("list() takes start or startAfter, not both");
+    throw new TypeError("list() cannot be called with both start and startAfter values.");
   }
   if (options.limit !== undefined && !(Number.isInteger(options.limit) && options.limit > 0)) {
     throw new TypeError("List limit must be positive.");

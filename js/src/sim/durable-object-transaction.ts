@@ -28,6 +28,7 @@ import {
   keyOf,
   sortKeys,
   tooManyKeys,
+  undefinedValue,
 } from "./durable-object-values.ts";
 
 export class SimDurableObjectTransaction {
@@ -43,9 +44,9 @@ export class SimDurableObjectTransaction {
 
   get(keys: unknown, _options?: unknown): Promise<unknown> {
     return attempt(() => {
-      if (!Array.isArray(keys)) return this.#read(keyOf(keys));
+      if (!Array.isArray(keys)) return this.#read(keyOf(keys, this.sqlite));
       const found = new Map<string, unknown>();
-      for (const key of sortKeys(keyList(keys))) {
+      for (const key of sortKeys(keyList(keys, this.sqlite))) {
         const value = this.#read(key);
         if (value !== undefined) found.set(key, value);
       }
@@ -58,10 +59,12 @@ export class SimDurableObjectTransaction {
       if (typeof keyOrEntries === "object" && keyOrEntries !== null && !Array.isArray(keyOrEntries)) {
         const entries = Object.entries(keyOrEntries);
         if (entries.length > KEYS_PER_CALL_MAX) throw tooManyKeys();
-        for (const [key, v] of entries) this.#writes.set(checkedKey(key), encodeValue(key, v, this.sqlite));
+        for (const [key, v] of entries)
+          this.#writes.set(checkedKey(key, this.sqlite), encodeValue(key, v, this.sqlite));
         return;
       }
-      const key = keyOf(keyOrEntries);
+      const key = keyOf(keyOrEntries, this.sqlite);
+      if (value === undefined) throw undefinedValue();
       this.#writes.set(key, encodeValue(key, value, this.sqlite));
     });
   }
@@ -70,7 +73,7 @@ export class SimDurableObjectTransaction {
     return attempt(() => {
       const many = Array.isArray(keys);
       let deleted = 0;
-      for (const key of many ? keyList(keys) : [keyOf(keys)]) {
+      for (const key of many ? keyList(keys, this.sqlite) : [keyOf(keys, this.sqlite)]) {
         if (this.#read(key) !== undefined) deleted++;
         this.#writes.set(key, null);
       }

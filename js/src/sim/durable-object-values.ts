@@ -4,9 +4,11 @@
  * Values are V8 serializations (`node:v8`), the structured clone the runtime stores, so Dates,
  * Maps, Sets, typed arrays and cycles round-trip and every read returns a copy. Keys are strings
  * (the runtime converts what it is given), compared byte by byte over UTF-8 as Cloudflare lists
- * them. Limits from Cloudflare's "Limits" page: keys 2 KiB; values 128 KiB in key-value-backed
- * objects, key and value 2 MB together in SQLite-backed ones; 128 keys per call (Storage API).
- * The limits' error texts are eutaxy's: the docs state the limits, not the messages.
+ * them. Limits from Cloudflare's "Limits" page: key-value-backed objects take keys of 2 KiB and
+ * values of 128 KiB; SQLite-backed ones have no key limit of its own, only key and value 2 MB
+ * together; 128 keys per call (Storage API). The limits' error texts are eutaxy's: the docs state
+ * the limits, not the messages, and workerd in Miniflare enforces none of them for SQLite-backed
+ * objects (docs/fidelity.md).
  */
 
 import { deserialize, serialize } from "node:v8";
@@ -26,17 +28,18 @@ export function sortKeys(keys: string[]): string[] {
   return [...new Set(keys)].sort(compareKeys);
 }
 
-export function keyOf(key: unknown): string {
-  return checkedKey(String(key));
+export function keyOf(key: unknown, sqlite: boolean): string {
+  return checkedKey(String(key), sqlite);
 }
 
-export function keyList(keys: unknown[]): string[] {
+export function keyList(keys: unknown[], sqlite: boolean): string[] {
   if (keys.length > KEYS_PER_CALL_MAX) throw tooManyKeys();
-  return keys.map(keyOf);
+  return keys.map((key) => keyOf(key, sqlite));
 }
 
-export function checkedKey(key: string): string {
-  if (Buffer.byteLength(key, "utf8") > KEY_BYTES_MAX) {
+/** A key within the limit of its backend: 2 KiB for key-value-backed objects (see above). */
+export function checkedKey(key: string, sqlite: boolean): string {
+  if (!sqlite && Buffer.byteLength(key, "utf8") > KEY_BYTES_MAX) {
     throw new RangeError(`Keys cannot be larger than ${KEY_BYTES_MAX} bytes.`);
   }
   return key;
@@ -44,6 +47,11 @@ export function checkedKey(key: string): string {
 
 export function tooManyKeys(): RangeError {
   return new RangeError(`A single call may name at most ${KEYS_PER_CALL_MAX} keys.`);
+}
+
+/** workerd's refusal of `put(key, undefined)`: a missing value is not a value to store. */
+export function undefinedValue(): TypeError {
+  return new TypeError("put() called with undefined value.");
 }
 
 export function encodeValue(key: string, value: unknown, sqlite: boolean): Uint8Array {
