@@ -6,7 +6,8 @@
 //! d1Open/d1Setup* seal  ( nextRun  (decide | redeliver | redeliverPlatform | fillRandom | nowMs | trace | d1*)*  endRun )*  verdict
 //! ```
 //!
-//! Phases: Explore (exhaustive search, `dfs.rs`) then, on the first violation, Shrink
+//! Phases: Explore (exhaustive search, `dfs.rs`; or sampling, `random.rs` and `pct.rs`; or
+//! `auto`, which starts exhaustive and may switch to PCT) then, on the first violation, Shrink
 //! (`shrink.rs`, candidates run with `replay.rs`), then Done. With a run seed to replay:
 //! Replay (one run) then Done. `nextRun` answers `None` once the check is Done, and `verdict`
 //! tells how it ended.
@@ -15,21 +16,36 @@
 //! (both reported as Incomplete, never Bounded); shrinking stops after `shrink_runs_max` runs
 //! and is not bound by the time budget, so that a violation is always reported shrunk as far
 //! as those runs allow.
+//!
+//! With `maxConcurrentInvocations > 1` the host also calls `choose` before every step (even
+//! one with a single option), and every `decide` must follow the `choose` of its step.
+
+use std::collections::HashSet;
 
 use serde::Serialize;
 
-use crate::config::CheckConfig;
+use crate::config::{CheckConfig, StrategyKind};
 use crate::d1::{one_line, Databases, RawResult, Statement, Value};
 use crate::dfs::Dfs;
 use crate::error::{Error, Result};
 use crate::invariant::{self, Violation};
+use crate::pct::Pct;
+use crate::random::RandomWalk;
 use crate::replay::Replay;
-use crate::rng::fnv1a;
+use crate::rng::{fnv1a, stream_seed};
 use crate::run::Run;
 use crate::schedule::{parse_invocation, Fault, Schedule};
 use crate::shrink::{Outcome, Shrinker};
-use crate::strategy::{Decision, Point, Strategy};
-use crate::verdict::{FaultReport, IncompleteReason, Verdict};
+use crate::strategy::{Access, ChoicePoint, Decision, Point, StepOption, Strategy};
+use crate::tree::OPTIONS_MAX;
+use crate::verdict::{FaultReport, IncompleteReason, StrategyName, Verdict};
+
+/// Upper bound on distinct schedules remembered; past it the count stops growing (and says
+/// at least that many).
+pub const DISTINCT_SCHEDULES_MAX: usize = 1_000_000;
+
+/// `auto` judges the tree only after this many runs, so that the estimate has some footing.
+const AUTO_RUNS_MIN: u64 = 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -68,8 +84,33 @@ impl Serialize for Violation {
     }
 }
 
+/// The strategy exploring the tree.
+enum Explorer {
+    Dfs(Dfs),
+    Random(RandomWalk),
+    Pct(Pct),
+}
+
+impl Explorer {
+    fn strategy(&mut self) -> &mut dyn Strategy {
+        match self {
+            Explorer::Dfs(dfs) => dfs,
+            Explorer::Random(random) => random,
+            Explorer::Pct(pct) => pct,
+        }
+    }
+
+    fn name(&self) -> StrategyName {
+        match self {
+            Explorer::Dfs(_) => StrategyName::Exhaustive,
+            Explorer::Random(_) => StrategyName::Random,
+            Explorer::Pct(_) => StrategyName::Pct,
+        }
+    }
+}
+
 enum State {
-    Explore(Dfs),
+    Explore(Explorer),
     Shrink(Shrinker),
     Replay(Schedule),
     Done(Verdict),
@@ -95,6 +136,15 @@ pub struct Check {
     run: Run,
     active: Option<Active>,
     explore_runs: u64,
+    /// Hashes of the decision paths explored, to count distinct schedules.
+    distinct: HashSet<u64>,
+    /// Whether `auto` has judged the tree, and the runs after which it switched to PCT.
+    auto_judged: bool,
+    switched_after_runs: Option<u64>,
+    /// Whether the last explored run was one of this shard's own leaves.
+    last_owned: bool,
+    /// The strategy that found the violation being shrunk or replayed.
+    found_by: StrategyName,
     /// Set when the check cannot go on (nondeterminism); every later call reports it.
     broken: Option<Error>,
 }
@@ -103,9 +153,14 @@ impl Check {
     pub fn new(config: CheckConfig) -> Result<Self> {
         config.validate()?;
         let base_seed = fnv1a(&config.seed);
+        let found_by = match config.strategy {
+            StrategyKind::Random => StrategyName::Random,
+            StrategyKind::Pct => StrategyName::Pct,
+            StrategyKind::Exhaustive | StrategyKind::Auto => StrategyName::Exhaustive,
+        };
         let state = match &config.replay {
             Some(text) => State::Replay(Schedule::decode(text, &config.events)?),
-            None => State::Explore(Dfs::new(config.max_faults_per_run)),
+            None => State::Explore(Self::explorer(&config, base_seed, config.strategy)),
         };
         let init_seed = match &state {
             State::Replay(schedule) => schedule.base_seed,
@@ -120,8 +175,44 @@ impl Check {
             run: Run::new(init_seed, Vec::new()),
             active: None,
             explore_runs: 0,
+            distinct: HashSet::new(),
+            auto_judged: false,
+            switched_after_runs: None,
+            last_owned: true,
+            found_by,
             broken: None,
         })
+    }
+
+    fn explorer(config: &CheckConfig, base_seed: u64, kind: StrategyKind) -> Explorer {
+        // A split into one shard is no split: the tree need not be explored differently.
+        let shard = config.shard.filter(|s| s.count > 1);
+        // Each shard samples its own runs.
+        let sampling_seed = stream_seed(
+            base_seed,
+            &format!("sampling:{}", config.shard.map_or(0, |s| s.index)),
+        );
+        match kind {
+            StrategyKind::Exhaustive | StrategyKind::Auto => Explorer::Dfs(Dfs::with(
+                config.max_faults_per_run,
+                config.partial_order_reduction,
+                shard,
+            )),
+            StrategyKind::Random => {
+                Explorer::Random(RandomWalk::new(sampling_seed, config.max_faults_per_run))
+            }
+            StrategyKind::Pct => Explorer::Pct(Pct::new(
+                sampling_seed,
+                config.pct_depth,
+                config.max_faults_per_run,
+            )),
+        }
+    }
+
+    /// Whether the last explored run was a leaf of this shard's part of the tree (always
+    /// without shards; sampled runs always).
+    pub fn last_run_owned(&self) -> bool {
+        self.last_owned
     }
 
     pub fn config(&self) -> &CheckConfig {
@@ -183,25 +274,27 @@ impl Check {
         let all_events: Vec<u32> = (0..self.config.events.len() as u32).collect();
         let (events, base_seed, phase, active) = match &mut self.state {
             State::Done(_) => return Ok(None),
-            State::Explore(dfs) => {
-                debug_assert!(!dfs.is_exhausted(), "an exhausted explorer is Done");
+            State::Explore(explorer) => {
+                if let Explorer::Dfs(dfs) = explorer {
+                    debug_assert!(!dfs.is_exhausted(), "an exhausted explorer is Done");
+                }
                 if self.explore_runs >= self.config.runs_max {
-                    self.finish(Verdict::Incomplete {
-                        runs: self.explore_runs,
-                        reason: IncompleteReason::Runs,
-                    });
+                    let verdict = self.incomplete(IncompleteReason::Runs);
+                    self.finish(verdict);
                     return Ok(None);
                 }
                 // The first run always happens, so that even a tiny budget checks the Worker
                 // once; after it, an exhausted budget ends exploration honestly as Incomplete.
                 if self.explore_runs > 0 && elapsed_ms >= self.config.budget_ms {
-                    self.finish(Verdict::Incomplete {
-                        runs: self.explore_runs,
-                        reason: IncompleteReason::Budget,
-                    });
+                    let verdict = self.incomplete(IncompleteReason::Budget);
+                    self.finish(verdict);
                     return Ok(None);
                 }
-                dfs.begin_run();
+                self.judge_auto(elapsed_ms);
+                let State::Explore(explorer) = &mut self.state else {
+                    unreachable!("still exploring");
+                };
+                explorer.strategy().begin_run();
                 let active = Active {
                     replay: None,
                     redeliveries_max: self.config.max_redeliveries,
@@ -279,6 +372,24 @@ impl Check {
                 "{invocation} effect #{effect} was decided twice, after a fault at it"
             )));
         }
+        let concurrent = self.config.max_concurrent_invocations > 1;
+        if concurrent {
+            let Some(step) = self.run.take_chosen() else {
+                return Err(Error::new(format!(
+                    "decide for {invocation} effect #{effect} without a step chosen for it: with \
+                     maxConcurrentInvocations > 1, call choose before every step, even when \
+                     only one is pending"
+                )));
+            };
+            let other_invocation = step.invocation.as_deref().is_some_and(|i| i != invocation);
+            let other_effect = step.effect.is_some_and(|e| e != effect);
+            if other_invocation || other_effect {
+                return Err(Error::new(format!(
+                    "decide for {invocation} effect #{effect}, but the step chosen was {}",
+                    step.label
+                )));
+            }
+        }
         let point = Point {
             invocation,
             effect,
@@ -289,7 +400,7 @@ impl Check {
         };
         let decided = match (&mut active.replay, &mut self.state) {
             (Some(replay), _) => replay.decide(&point),
-            (None, State::Explore(dfs)) => dfs.decide(&point),
+            (None, State::Explore(explorer)) => explorer.strategy().decide(&point),
             (None, _) => unreachable!("only exploration runs without a replay"),
         };
         let decision = match decided {
@@ -307,8 +418,72 @@ impl Check {
         }
         self.run
             .trace(format!("{invocation} effect #{effect} {label}: {decision}"));
-        self.run.end_effect();
+        self.run.fold_path(decision as u64);
+        // With concurrent invocations time is causal and moves at `choose`.
+        if !concurrent {
+            self.run.end_effect();
+        }
         Ok(decision)
+    }
+
+    /// Picks which pending step runs next; answers an index into `options`. With
+    /// `maxConcurrentInvocations > 1` the host calls it before every step, with every pending
+    /// step (the next effect of each parked invocation, and the delivery of the next event
+    /// while fewer invocations are live than allowed), even when there is only one.
+    pub fn choose(&mut self, options: &[StepOption]) -> Result<usize> {
+        self.ensure_whole()?;
+        let Some(active) = self.active.as_mut() else {
+            return Err(Error::new("choose was called outside a run"));
+        };
+        if self.config.max_concurrent_invocations < 2 {
+            return Err(Error::new(
+                "choose was called, but maxConcurrentInvocations is 1: invocations run one at a \
+                 time and there is nothing to choose",
+            ));
+        }
+        if options.is_empty() || options.len() > OPTIONS_MAX {
+            return Err(Error::new(format!(
+                "choose takes 1 to {OPTIONS_MAX} options, not {}",
+                options.len()
+            )));
+        }
+        if let Some(step) = self.run.take_chosen().filter(|s| s.effect.is_some()) {
+            return Err(Error::new(format!(
+                "choose was called before the decide of the step chosen last ({})",
+                step.label
+            )));
+        }
+        let (ordinal, current) = self.run.begin_point(options);
+        let point = ChoicePoint {
+            options,
+            current,
+            ordinal,
+        };
+        let chosen = match (&mut active.replay, &mut self.state) {
+            (Some(replay), _) => replay.choose(&point),
+            (None, State::Explore(explorer)) => explorer.strategy().choose(&point),
+            (None, _) => unreachable!("only exploration runs without a replay"),
+        };
+        let chosen = match chosen {
+            Ok(chosen) => chosen,
+            Err(e) => return Err(self.break_with(e)),
+        };
+        assert!(chosen < options.len(), "a strategy chose a missing option");
+        if options.len() > 1 {
+            self.run.trace(format!(
+                "schedule: {} (of {} pending)",
+                options[chosen].label,
+                options.len()
+            ));
+        }
+        self.run.record_choice(options, current, chosen);
+        Ok(chosen)
+    }
+
+    /// The tables a D1 statement (or script) reads and writes, as footprint entries
+    /// `D1:<db>:<table>` (see `footprint.rs`).
+    pub fn d1_footprint(&self, db: &str, sql: &str) -> Result<Vec<Access>> {
+        self.databases.footprint(db, sql)
     }
 
     /// Whether the client's resend, delivery `delivery` of `event`, happens. The host asks
@@ -459,32 +634,53 @@ impl Check {
             debug_assert!(!more, "a replay is one run");
         }
         let violation = self.first_violation()?.or(host);
-        let state = std::mem::replace(&mut self.state, State::Done(Verdict::Bounded { runs: 0 }));
+        let state = std::mem::replace(
+            &mut self.state,
+            State::Done(Verdict::Held {
+                runs: 0,
+                run_seed: String::new(),
+                trace: Vec::new(),
+            }),
+        );
         self.state = match state {
-            State::Explore(mut dfs) => {
-                let more = match dfs.end_run() {
+            State::Explore(mut explorer) => {
+                let more = match explorer.strategy().end_run() {
                     Ok(more) => more,
                     Err(e) => return Err(self.break_with(e)),
                 };
                 self.explore_runs += 1;
+                if self.distinct.len() < DISTINCT_SCHEDULES_MAX {
+                    self.distinct.insert(self.run.path_hash());
+                }
+                self.last_owned = match &explorer {
+                    Explorer::Dfs(dfs) => dfs.tree().last_owned(),
+                    _ => true,
+                };
                 if let Some(violation) = &violation {
                     let schedule = Schedule {
                         base_seed: self.run.base_seed(),
                         events: self.run.events().to_vec(),
                         faults: self.run.faults().to_vec(),
                         redeliveries_max: self.config.max_redeliveries,
+                        choices: self.run.choices().to_vec(),
                     };
-                    State::Shrink(Shrinker::new(
-                        schedule,
-                        violation.clone(),
-                        self.run.trace_lines().to_vec(),
-                        self.config.shrink_runs_max,
-                    ))
+                    self.found_by = explorer.name();
+                    State::Shrink(
+                        Shrinker::new(
+                            schedule,
+                            violation.clone(),
+                            self.run.trace_lines().to_vec(),
+                            self.config.shrink_runs_max,
+                        )
+                        .for_events(self.config.events.clone()),
+                    )
                 } else if more {
-                    State::Explore(dfs)
+                    State::Explore(explorer)
                 } else {
                     State::Done(Verdict::Bounded {
                         runs: self.explore_runs,
+                        strategy: explorer.name(),
+                        shard: self.config.shard,
                     })
                 }
             }
@@ -493,6 +689,7 @@ impl Check {
                     violation: violation.clone(),
                     faults: self.run.faults().to_vec(),
                     redeliveries_used: self.run.redeliveries_used(),
+                    choices: self.run.choices().to_vec(),
                     trace: self.run.trace_lines().to_vec(),
                 };
                 if let Err(e) = shrinker.report(outcome) {
@@ -513,6 +710,8 @@ impl Check {
                         events_kept: self.event_names(&schedule.events),
                         faults: self.run.faults().iter().map(FaultReport::from).collect(),
                         trace,
+                        strategy: self.reported_strategy(),
+                        shard: None,
                     },
                     None => Verdict::Held {
                         runs: 1,
@@ -564,6 +763,72 @@ impl Check {
             events_kept: self.event_names(&best.schedule.events),
             faults: best.schedule.faults.iter().map(FaultReport::from).collect(),
             trace: best.trace.clone(),
+            strategy: self.reported_strategy(),
+            shard: self.config.shard,
+        }
+    }
+
+    /// The strategy a VIOLATED verdict names: none for a check that uses no option that came
+    /// with concurrency, whose verdict reads exactly as before them.
+    fn reported_strategy(&self) -> Option<StrategyName> {
+        let plain = self.config.strategy == StrategyKind::Exhaustive
+            && self.config.max_concurrent_invocations == 1
+            && self.config.shard.is_none();
+        (!plain).then_some(self.found_by)
+    }
+
+    /// The verdict of exploration that stopped early.
+    fn incomplete(&self, reason: IncompleteReason) -> Verdict {
+        let strategy = match &self.state {
+            State::Explore(explorer) => explorer.name(),
+            _ => self.found_by,
+        };
+        Verdict::Incomplete {
+            runs: self.explore_runs,
+            reason,
+            strategy,
+            distinct_schedules: self.distinct.len() as u64,
+            shard: self.config.shard,
+            switched_after_runs: self.switched_after_runs,
+        }
+    }
+
+    /// With strategy `auto`, once a quarter of the budget (in time or in runs) is spent:
+    /// estimates the exhaustive tree's size from the progress so far, and restarts as PCT when
+    /// it is clearly more than the whole budget would cover (twice as many runs).
+    fn judge_auto(&mut self, elapsed_ms: u64) {
+        if self.config.strategy != StrategyKind::Auto || self.auto_judged {
+            return;
+        }
+        let runs = self.explore_runs;
+        let quarter_time = elapsed_ms >= self.config.budget_ms / 4 && elapsed_ms > 0;
+        let quarter_runs = runs >= self.config.runs_max / 4;
+        if runs < AUTO_RUNS_MIN || !(quarter_time || quarter_runs) {
+            return;
+        }
+        self.auto_judged = true;
+        let State::Explore(Explorer::Dfs(dfs)) = &self.state else {
+            return;
+        };
+        let progress = dfs.tree().progress();
+        let estimated = if progress > 0.0 {
+            runs as f64 / progress
+        } else {
+            f64::INFINITY
+        };
+        let by_time = if elapsed_ms > 0 {
+            runs as f64 * self.config.budget_ms as f64 / elapsed_ms as f64
+        } else {
+            f64::INFINITY
+        };
+        let affordable = by_time.min(self.config.runs_max as f64);
+        if estimated > 2.0 * affordable {
+            self.switched_after_runs = Some(runs);
+            self.state = State::Explore(Self::explorer(
+                &self.config,
+                self.base_seed,
+                StrategyKind::Pct,
+            ));
         }
     }
 
@@ -625,3 +890,6 @@ fn describe_result(result: &RawResult) -> String {
     };
     format!("{} rows {}{more}", result.rows.len(), rows.join(" "))
 }
+
+#[cfg(test)]
+mod concurrency_tests;

@@ -382,6 +382,11 @@ impl Databases {
         Ok(())
     }
 
+    /// The tables `sql` reads and writes in database `name` (see `footprint.rs`).
+    pub fn footprint(&self, name: &str, sql: &str) -> Result<Vec<crate::strategy::Access>> {
+        crate::footprint::footprint(&self.database(name)?.connection, name, sql)
+    }
+
     /// Runs one statement. Errors read as D1 shows them after `D1_ERROR: `.
     pub fn run(&mut self, name: &str, sql: &str, params: &[Value]) -> Result<RawResult> {
         let database = self.database_mut(name)?;

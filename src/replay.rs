@@ -1,10 +1,15 @@
 //! The replay strategy: follows a schedule instead of searching. A fault fires at the effect
 //! whose invocation and effect index match one of the schedule's faults; every other effect
-//! proceeds. The shrinker runs its candidates with it, and so does `--replay <run seed>`.
+//! proceeds. At a scheduling point it takes the default (continue the current invocation),
+//! unless the schedule's next choice is for this default step and its step is pending: then it
+//! takes that step and moves on to the schedule's next choice. Replaying a recorded run, each
+//! choice applies exactly where it was made (a default step runs once, so it is the default at
+//! no earlier point where the run took it). The shrinker runs its candidates with it, and so
+//! does `--replay <run seed>`.
 
 use crate::error::{Error, Result};
 use crate::schedule::{FaultKind, Schedule};
-use crate::strategy::{Decision, Point, Strategy};
+use crate::strategy::{ChoicePoint, Decision, Point, Strategy};
 
 #[derive(Debug)]
 pub struct Replay {
@@ -13,11 +18,17 @@ pub struct Replay {
     /// differs from the effect reached is divergence. A shrink candidate is not such a run:
     /// removing an event may legitimately change what an invocation does at an effect.
     strict: bool,
+    /// The schedule's next choice to apply.
+    next_choice: usize,
 }
 
 impl Replay {
     pub fn new(schedule: Schedule, strict: bool) -> Self {
-        Self { schedule, strict }
+        Self {
+            schedule,
+            strict,
+            next_choice: 0,
+        }
     }
 
     pub fn schedule(&self) -> &Schedule {
@@ -26,7 +37,9 @@ impl Replay {
 }
 
 impl Strategy for Replay {
-    fn begin_run(&mut self) {}
+    fn begin_run(&mut self) {
+        self.next_choice = 0;
+    }
 
     fn decide(&mut self, point: &Point<'_>) -> Result<Decision> {
         let Some(fault) = self
@@ -57,6 +70,26 @@ impl Strategy for Replay {
         Ok(Decision::from_fault(fault.kind))
     }
 
+    fn choose(&mut self, point: &ChoicePoint<'_>) -> Result<usize> {
+        let Some(choice) = self.schedule.choices.get(self.next_choice) else {
+            return Ok(point.current);
+        };
+        if choice
+            .instead
+            .as_ref()
+            .is_some_and(|instead| !instead.is(&point.options[point.current]))
+        {
+            return Ok(point.current);
+        }
+        match point.options.iter().position(|o| choice.take.is(o)) {
+            Some(taken) => {
+                self.next_choice += 1;
+                Ok(taken)
+            }
+            None => Ok(point.current),
+        }
+    }
+
     fn end_run(&mut self) -> Result<bool> {
         Ok(false)
     }
@@ -79,6 +112,16 @@ mod tests {
                 label: "Service:PAYMENTS charge".into(),
             }],
             redeliveries_max: 1,
+            choices: vec![crate::schedule::Choice {
+                instead: Some(crate::schedule::Step {
+                    invocation: "a".into(),
+                    effect: None,
+                }),
+                take: crate::schedule::Step {
+                    invocation: "c".into(),
+                    effect: None,
+                },
+            }],
         }
     }
 
@@ -110,6 +153,32 @@ mod tests {
             replay.decide(&point("req-2#1", 1, charge)).unwrap(),
             Decision::Proceed
         );
+    }
+
+    #[test]
+    fn takes_the_scheduled_choices_and_defaults_elsewhere() {
+        let options: Vec<crate::strategy::StepOption> = ["a", "b", "c"]
+            .iter()
+            .map(|label| crate::strategy::StepOption {
+                label: (*label).into(),
+                invocation: None,
+                effect: None,
+                footprint: vec![],
+            })
+            .collect();
+        let mut replay = Replay::new(schedule(), true);
+        let point = |current, count| ChoicePoint {
+            options: &options[..count],
+            current,
+            ordinal: 1,
+        };
+        // Another default: the choice waits.
+        assert_eq!(replay.choose(&point(1, 3)).unwrap(), 1);
+        // Its step is not pending: the choice waits.
+        assert_eq!(replay.choose(&point(0, 2)).unwrap(), 0);
+        assert_eq!(replay.choose(&point(0, 3)).unwrap(), 2);
+        // Applied once.
+        assert_eq!(replay.choose(&point(0, 3)).unwrap(), 0);
     }
 
     #[test]

@@ -4,8 +4,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::por::Lamport;
 use crate::rng::{stream_seed, SplitMix64};
-use crate::schedule::Fault;
+use crate::schedule::{Choice, Fault, Step};
+use crate::strategy::StepOption;
 
 /// Every run starts at 2026-01-01T00:00:00Z, so that `Date.now()` is the same in every run and
 /// in every replay.
@@ -17,6 +19,9 @@ pub const TRACE_LINES_MAX: usize = 100_000;
 
 /// Upper bound on distinct random streams per run.
 pub const STREAMS_MAX: usize = 100_000;
+
+const PATH_HASH_START: u64 = 0xcbf2_9ce4_8422_2325;
+const PATH_HASH_PRIME: u64 = 0x0000_0100_0000_01b3;
 
 #[derive(Debug)]
 pub struct Run {
@@ -34,6 +39,18 @@ pub struct Run {
     redeliveries: Vec<u32>,
     /// The highest redelivery granted to work the platform made (queue batches, alarms).
     platform_redeliveries: u32,
+    /// The number of scheduling points so far.
+    points: usize,
+    /// The scheduling choices that were not the default.
+    choices: Vec<Choice>,
+    /// The process of the step that ran last, whose next step is the default choice.
+    last_process: Option<String>,
+    /// The step chosen last, until the `decide` of its effect.
+    chosen: Option<StepOption>,
+    /// FNV-1a over every choice and decision of the run: equal paths, equal hashes.
+    path_hash: u64,
+    /// The causal clock of runs with concurrent invocations.
+    lamport: Lamport,
 }
 
 impl Run {
@@ -50,7 +67,63 @@ impl Run {
             effects: 0,
             redeliveries,
             platform_redeliveries: 0,
+            points: 0,
+            choices: Vec::new(),
+            last_process: None,
+            chosen: None,
+            path_hash: PATH_HASH_START,
+            lamport: Lamport::default(),
         }
+    }
+
+    /// Counts a scheduling point and answers its ordinal, from 1, and the default option: the
+    /// one that continues the process of the last step, else the first.
+    pub fn begin_point(&mut self, options: &[StepOption]) -> (usize, usize) {
+        self.points += 1;
+        let current = self
+            .last_process
+            .as_deref()
+            .and_then(|last| options.iter().position(|o| o.process() == last))
+            .unwrap_or(0);
+        (self.points, current)
+    }
+
+    /// Records the step taken at the point `begin_point` just counted. Time becomes the step's
+    /// causal time (see `por::Lamport`): with concurrent invocations it moves here, not at
+    /// `decide`.
+    pub fn record_choice(&mut self, options: &[StepOption], current: usize, chosen: usize) {
+        if chosen != current {
+            self.choices.push(Choice {
+                instead: Some(Step::of(&options[current])),
+                take: Step::of(&options[chosen]),
+            });
+        }
+        self.fold_path(0x100 + chosen as u64);
+        let step = &options[chosen];
+        self.last_process = Some(step.process().to_string());
+        self.chosen = Some(step.clone());
+        let time = self.lamport.step(options, chosen);
+        self.now_ms = CLOCK_START_MS + time;
+    }
+
+    /// The step chosen last, if its `decide` has not come yet.
+    pub fn take_chosen(&mut self) -> Option<StepOption> {
+        self.chosen.take()
+    }
+
+    pub fn choices(&self) -> &[Choice] {
+        &self.choices
+    }
+
+    pub fn fold_path(&mut self, value: u64) {
+        for byte in value.to_le_bytes() {
+            self.path_hash ^= u64::from(byte);
+            self.path_hash = self.path_hash.wrapping_mul(PATH_HASH_PRIME);
+        }
+    }
+
+    pub fn path_hash(&self) -> u64 {
+        self.path_hash
     }
 
     pub fn base_seed(&self) -> u64 {

@@ -18,6 +18,15 @@
 //! every byte outside `[A-Za-z0-9._#/-]` percent-encoded, so that the seed's separators (`:`,
 //! `,`, `@`) and `~`, `%` never appear raw: `batch-1#1/0` is `~batch-1#1/0`. An empty event list
 //! is written `-` too. Labels are not part of the run seed.
+//!
+//! With concurrent invocations a fifth field lists, in order, the scheduling choices that were
+//! not the default (the default continues the invocation that ran the last step, else takes
+//! the first option): `<default step>=<step taken>` joined by `,`, a step being an invocation
+//! written as in faults, with `@<effect>` for an effect and without for a delivery. So
+//! `1.1@1=2.1` reads "instead of req-1#1's effect #1, deliver req-2#1". Steps are named, not
+//! numbered, so that a choice survives the removal of an unrelated event while shrinking. A
+//! run without such choices has no fifth field, so every run seed of a check without
+//! concurrency reads as before, and four-field seeds replay with default choices.
 
 use std::fmt;
 
@@ -73,6 +82,36 @@ pub struct Fault {
     pub label: String,
 }
 
+/// A step as a schedule names it: the invocation, and the effect it performs (none for a
+/// delivery). An option without an invocation is named by its label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    pub invocation: String,
+    pub effect: Option<u32>,
+}
+
+impl Step {
+    pub fn of(option: &crate::strategy::StepOption) -> Self {
+        Self {
+            invocation: option.process().to_string(),
+            effect: option.effect,
+        }
+    }
+
+    pub fn is(&self, option: &crate::strategy::StepOption) -> bool {
+        self.invocation == option.process() && self.effect == option.effect
+    }
+}
+
+/// A scheduling choice that differs from the default: where the default step was `instead`,
+/// the step `take` ran. Without `instead` (written `*`; the shrinker makes such choices when
+/// it removes the event of the default step) it applies where `take` is first pending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    pub instead: Option<Step>,
+    pub take: Step,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schedule {
     pub base_seed: u64,
@@ -80,6 +119,8 @@ pub struct Schedule {
     pub events: Vec<u32>,
     pub faults: Vec<Fault>,
     pub redeliveries_max: u32,
+    /// In the order the run made them.
+    pub choices: Vec<Choice>,
 }
 
 /// Where an invocation id of a driver event splits: the event's index, the delivery, and the
@@ -216,17 +257,28 @@ impl Schedule {
             "-".to_string()
         } else {
             join(self.faults.iter().map(|fault| {
-                let id = parse_invocation(&fault.invocation, events);
-                debug_assert!(id.is_ok(), "recorded invocation ids parse");
-                let invocation = match id {
-                    Ok(Some(id)) => format!("{}.{}{}", id.event + 1, id.delivery, id.nested),
-                    Ok(None) | Err(_) => format!("~{}", percent_encode(&fault.invocation)),
-                };
+                let invocation = encode_invocation(&fault.invocation, events);
                 format!("{}{invocation}@{}", fault.kind.letter(), fault.effect)
             }))
         };
+        let choices = if self.choices.is_empty() {
+            String::new()
+        } else {
+            let step = |step: &Step| {
+                let invocation = encode_invocation(&step.invocation, events);
+                match step.effect {
+                    Some(effect) => format!("{invocation}@{effect}"),
+                    None => invocation,
+                }
+            };
+            let items = join(self.choices.iter().map(|c| {
+                let instead = c.instead.as_ref().map_or_else(|| "*".to_string(), step);
+                format!("{instead}={}", step(&c.take))
+            }));
+            format!(":{items}")
+        };
         format!(
-            "{:016x}:{}:{}:{}",
+            "{:016x}:{}:{}:{}{choices}",
             self.base_seed, event_list, fault_list, self.redeliveries_max
         )
     }
@@ -235,11 +287,17 @@ impl Schedule {
     pub fn decode(text: &str, events: &[String]) -> Result<Schedule> {
         let bad = |why: String| Error::new(format!("run seed '{text}' is malformed: {why}"));
         let parts: Vec<&str> = text.trim().split(':').collect();
-        let [seed_text, events_text, faults_text, redeliveries_text] = parts[..] else {
-            return Err(bad(format!(
-                "expected 4 fields separated by ':' (seed:events:faults:redeliveries), found {}",
-                parts.len()
-            )));
+        let (seed_text, events_text, faults_text, redeliveries_text, choices_text) = match parts[..]
+        {
+            [a, b, c, d] => (a, b, c, d, None),
+            [a, b, c, d, e] => (a, b, c, d, Some(e)),
+            _ => {
+                return Err(bad(format!(
+                    "expected 4 or 5 fields separated by ':' \
+                     (seed:events:faults:redeliveries[:choices]), found {}",
+                    parts.len()
+                )))
+            }
         };
         if seed_text.len() != 16 || !seed_text.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(bad(format!(
@@ -293,11 +351,44 @@ impl Schedule {
                 "redeliveries '{redeliveries_text}' is not a number"
             ))
         })?;
+        let mut choices: Vec<Choice> = Vec::new();
+        if let Some(text) = choices_text {
+            for item in text.split(',') {
+                let Some((instead, take)) = item.split_once('=') else {
+                    return Err(bad(format!(
+                        "choice '{item}' is not <default step>=<step taken>"
+                    )));
+                };
+                let step = |text: &str| -> std::result::Result<Step, String> {
+                    let (invocation, effect) = match text.rsplit_once('@') {
+                        Some((invocation, effect)) => {
+                            let effect = parse_number(effect).ok_or_else(|| {
+                                format!("choice '{item}' has effect '{effect}', not a number")
+                            })?;
+                            (invocation, Some(effect))
+                        }
+                        None => (text, None),
+                    };
+                    let invocation = decode_invocation(invocation, events)
+                        .map_err(|why| format!("choice '{item}': {why}"))?;
+                    Ok(Step { invocation, effect })
+                };
+                choices.push(Choice {
+                    instead: if instead == "*" {
+                        None
+                    } else {
+                        Some(step(instead).map_err(bad)?)
+                    },
+                    take: step(take).map_err(bad)?,
+                });
+            }
+        }
         Ok(Schedule {
             base_seed,
             events: kept,
             faults,
             redeliveries_max,
+            choices,
         })
     }
 }
@@ -316,38 +407,8 @@ fn decode_fault(item: &str, events: &[String]) -> std::result::Result<Fault, Str
         .ok_or_else(|| format!("fault '{item}' has no '@<effect>'"))?;
     let effect = parse_number(effect_text)
         .ok_or_else(|| format!("fault '{item}' has effect '{effect_text}', not a number"))?;
-    let invocation = match invocation_text.strip_prefix('~') {
-        Some(encoded) => {
-            let invocation = percent_decode(encoded)
-                .ok_or_else(|| format!("fault '{item}' has a badly encoded invocation"))?;
-            match parse_invocation(&invocation, events) {
-                Ok(None) => invocation,
-                // An event's invocation has one spelling, the compact one.
-                Ok(Some(_)) => {
-                    return Err(format!(
-                        "fault '{item}' spells an event's invocation with '~'"
-                    ))
-                }
-                Err(e) => return Err(format!("fault '{item}': {e}")),
-            }
-        }
-        None => {
-            let (head, nested) = match invocation_text.find('/') {
-                Some(at) => invocation_text.split_at(at),
-                None => (invocation_text, ""),
-            };
-            let (event_text, delivery_text) = head
-                .split_once('.')
-                .ok_or_else(|| format!("fault '{item}' needs <event>.<delivery> or ~<id>"))?;
-            let event_number = parse_number(event_text)
-                .filter(|n| *n >= 1 && *n as usize <= events.len())
-                .ok_or_else(|| {
-                    format!("fault '{item}' names event '{event_text}' which does not exist")
-                })?;
-            let name = &events[event_number as usize - 1];
-            format!("{name}#{delivery_text}{nested}")
-        }
-    };
+    let invocation = decode_invocation(invocation_text, events)
+        .map_err(|why| format!("fault '{item}' {why}"))?;
     let id = parse_invocation(&invocation, events).map_err(|e| format!("fault '{item}': {e}"))?;
     Ok(Fault {
         kind,
@@ -356,6 +417,48 @@ fn decode_fault(item: &str, events: &[String]) -> std::result::Result<Fault, Str
         effect,
         label: String::new(),
     })
+}
+
+/// An invocation id as run seeds write it: `2.1/0` for a driver event's, `~<percent-encoded>`
+/// for any other.
+fn encode_invocation(invocation: &str, events: &[String]) -> String {
+    let id = parse_invocation(invocation, events);
+    debug_assert!(id.is_ok(), "recorded invocation ids parse");
+    match id {
+        Ok(Some(id)) => format!("{}.{}{}", id.event + 1, id.delivery, id.nested),
+        Ok(None) | Err(_) => format!("~{}", percent_encode(invocation)),
+    }
+}
+
+/// Reverses `encode_invocation`; the error completes a sentence about the item.
+fn decode_invocation(text: &str, events: &[String]) -> std::result::Result<String, String> {
+    let invocation = match text.strip_prefix('~') {
+        Some(encoded) => {
+            let invocation =
+                percent_decode(encoded).ok_or("has a badly encoded invocation".to_string())?;
+            match parse_invocation(&invocation, events) {
+                Ok(None) => invocation,
+                // An event's invocation has one spelling, the compact one.
+                Ok(Some(_)) => return Err("spells an event's invocation with '~'".into()),
+                Err(e) => return Err(format!("has {e}")),
+            }
+        }
+        None => {
+            let (head, nested) = match text.find('/') {
+                Some(at) => text.split_at(at),
+                None => (text, ""),
+            };
+            let (event_text, delivery_text) = head
+                .split_once('.')
+                .ok_or("needs <event>.<delivery> or ~<id>".to_string())?;
+            let event_number = parse_number(event_text)
+                .filter(|n| *n >= 1 && *n as usize <= events.len())
+                .ok_or_else(|| format!("names event '{event_text}' which does not exist"))?;
+            let name = &events[event_number as usize - 1];
+            format!("{name}#{delivery_text}{nested}")
+        }
+    };
+    Ok(invocation)
 }
 
 fn join(items: impl Iterator<Item = String>) -> String {
@@ -387,6 +490,7 @@ mod tests {
             events: vec![1],
             faults: vec![fault(FaultKind::CrashAfter, "req-2#1", 1, 0)],
             redeliveries_max: 3,
+            choices: vec![],
         };
         assert_eq!(schedule.encode(&events()), "9f3c2a1b7d4e5f60:2:A2.1@0:3");
         assert_eq!(
@@ -403,6 +507,7 @@ mod tests {
                 events: vec![],
                 faults: vec![],
                 redeliveries_max: 0,
+                choices: vec![],
             },
             Schedule {
                 base_seed: u64::MAX,
@@ -412,6 +517,42 @@ mod tests {
                     fault(FaultKind::CrashAfter, "req-1#1", 0, 0),
                 ],
                 redeliveries_max: 12,
+                choices: vec![],
+            },
+            Schedule {
+                base_seed: 7,
+                events: vec![0, 1],
+                faults: vec![fault(FaultKind::CrashAfter, "req-1#1", 0, 1)],
+                redeliveries_max: 1,
+                choices: vec![
+                    Choice {
+                        instead: Some(Step {
+                            invocation: "req-1#1".into(),
+                            effect: Some(1),
+                        }),
+                        take: Step {
+                            invocation: "req-2#1".into(),
+                            effect: None,
+                        },
+                    },
+                    Choice {
+                        instead: None,
+                        take: Step {
+                            invocation: "req-2#1".into(),
+                            effect: Some(2),
+                        },
+                    },
+                    Choice {
+                        instead: Some(Step {
+                            invocation: "batch-1#1".into(),
+                            effect: Some(0),
+                        }),
+                        take: Step {
+                            invocation: "req-1#1/0".into(),
+                            effect: Some(3),
+                        },
+                    },
+                ],
             },
         ];
         for schedule in schedules {
@@ -425,7 +566,7 @@ mod tests {
     #[test]
     fn rejects_malformed_seeds_with_the_reason() {
         let cases = [
-            ("", "expected 4 fields"),
+            ("", "expected 4 or 5 fields"),
             ("9f3c:2:-:0", "not 16 hex digits"),
             ("9f3c2a1b7d4e5f6g:2:-:0", "not 16 hex digits"),
             ("9f3c2a1b7d4e5f60:4:-:0", "event 4 does not exist"),
@@ -435,7 +576,13 @@ mod tests {
             ("9f3c2a1b7d4e5f60:2:C2.1@0:0", "must start with A, B or T"),
             ("9f3c2a1b7d4e5f60:2:T~batch%3a1#1@0:0", "badly encoded"),
             ("9f3c2a1b7d4e5f60:2:T~batch%2D1#1@0:0", "badly encoded"),
-            ("9f3c2a1b7d4e5f60:2:T~batch:1@0:0", "found 5"),
+            ("9f3c2a1b7d4e5f60:2:T~batch:1@0:0", "no '@<effect>'"),
+            ("9f3c2a1b7d4e5f60:2:-:0:1:2", "found 6"),
+            ("9f3c2a1b7d4e5f60:2:-:0:", "choice '' is not"),
+            ("9f3c2a1b7d4e5f60:2:-:0:-", "choice '-' is not"),
+            ("9f3c2a1b7d4e5f60:2:-:0:2.1@0=4.1", "names event '4'"),
+            ("9f3c2a1b7d4e5f60:2:-:0:2.1@x=1.1", "effect 'x'"),
+            ("9f3c2a1b7d4e5f60:2:-:0:2.1@0=~req-1#1", "spells an event's"),
             (
                 "9f3c2a1b7d4e5f60:2:T~req-2#1@0:0",
                 "spells an event's invocation with '~'",
@@ -446,7 +593,7 @@ mod tests {
             ("9f3c2a1b7d4e5f60:2:A2.0@0:0", "deliveries count from 1"),
             ("9f3c2a1b7d4e5f60:2:A2.1@0,B2.1@0:0", "appears twice"),
             ("9f3c2a1b7d4e5f60:2:-:many", "redeliveries 'many'"),
-            ("9f3c2a1b7d4e5f60:2:-:0:1", "found 5"),
+            ("9f3c2a1b7d4e5f60:2:-:0:1", "choice '1' is not"),
         ];
         for (text, why) in cases {
             let error = Schedule::decode(text, &events()).unwrap_err();
@@ -457,6 +604,27 @@ mod tests {
             );
             assert!(message.contains(why), "{text}: {message}");
         }
+    }
+
+    #[test]
+    fn writes_choices_as_named_steps() {
+        let text = "0000000000000007:1,2:-:0:1.1@1=2.1,*=2.1@0";
+        let schedule = Schedule::decode(text, &events()).unwrap();
+        assert_eq!(
+            schedule.choices[0],
+            Choice {
+                instead: Some(Step {
+                    invocation: "req-1#1".into(),
+                    effect: Some(1),
+                }),
+                take: Step {
+                    invocation: "req-2#1".into(),
+                    effect: None,
+                },
+            }
+        );
+        assert_eq!(schedule.choices[1].instead, None);
+        assert_eq!(schedule.encode(&events()), text);
     }
 
     #[test]
@@ -478,6 +646,7 @@ mod tests {
                 platform(FaultKind::CrashBefore, "alarm:DO@x,y~z%ü 1#2", 1),
             ],
             redeliveries_max: 2,
+            choices: vec![],
         };
         let text = schedule.encode(&events());
         assert_eq!(

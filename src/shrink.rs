@@ -7,10 +7,13 @@
 //! must reproduce the run's trace line for line, which proves the run seed replays. Then, each
 //! time restarting from the newest success:
 //!
-//! 1. remove one event (with its faults; faults on invocations the platform made are kept),
-//!    first to last;
+//! 1. remove one event (with its faults and the scheduling choices that name its
+//!    invocations; faults on invocations the platform made are kept), first to last;
 //! 2. remove one fault, first to last;
-//! 3. lower the redeliveries to the smallest value that still fails.
+//! 3. remove one scheduling choice, first to last: that point then takes its default, which
+//!    continues the invocation that ran the last step, so every removal is one context switch
+//!    fewer and the invocation runs on towards completion;
+//! 4. lower the redeliveries to the smallest value that still fails.
 //!
 //! A successful candidate is normalized to what its run actually did (the faults that fired,
 //! the redeliveries used), which replays identically. Every success makes the schedule strictly
@@ -18,7 +21,7 @@
 
 use crate::error::{Error, Result};
 use crate::invariant::Violation;
-use crate::schedule::{Fault, Schedule};
+use crate::schedule::{Choice, Fault, Schedule};
 
 /// A schedule to run, and whether it must reproduce a recorded run exactly.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +36,8 @@ pub struct Outcome {
     pub violation: Option<Violation>,
     pub faults: Vec<Fault>,
     pub redeliveries_used: u32,
+    /// The scheduling choices the run made that were not the default.
+    pub choices: Vec<Choice>,
     pub trace: Vec<String>,
 }
 
@@ -51,6 +56,8 @@ enum Stage {
     Events(usize),
     /// Try removing the fault at this position.
     Faults(usize),
+    /// Try removing the scheduling choice at this position.
+    Choices(usize),
     /// Try this many redeliveries.
     Redeliveries(u32),
     Done,
@@ -67,6 +74,8 @@ pub struct Shrinker {
     redeliveries_floor: u32,
     runs: u64,
     runs_max: u64,
+    /// The check's event names, to find the choices that name a removed event's invocations.
+    events: Vec<String>,
 }
 
 impl Shrinker {
@@ -88,7 +97,13 @@ impl Shrinker {
             redeliveries_floor: 0,
             runs: 0,
             runs_max,
+            events: Vec::new(),
         }
+    }
+
+    /// The check's event names (without them, removing an event keeps every choice).
+    pub fn for_events(self, events: Vec<String>) -> Self {
+        Self { events, ..self }
     }
 
     pub fn invariant(&self) -> &str {
@@ -110,8 +125,8 @@ impl Shrinker {
             self.stage = Stage::Done;
         }
         let best = &self.best.schedule;
-        // Each pass either yields a candidate or moves to a later stage; there are four.
-        for _ in 0..4 {
+        // Each pass either yields a candidate or moves to a later stage; there are five.
+        for _ in 0..5 {
             let candidate = match self.stage {
                 Stage::Verify => Candidate {
                     schedule: best.clone(),
@@ -124,6 +139,24 @@ impl Shrinker {
                     // Faults on the platform's invocations stay: they may or may not fire
                     // without the event, and normalizing to the fired faults tidies up.
                     schedule.faults.retain(|f| f.event != Some(removed));
+                    // Choices that run the removed event's steps go; those that ran another
+                    // step where the removed event's was the default now apply where their
+                    // step is first pending.
+                    if let Some(name) = self.events.get(removed as usize) {
+                        let prefix = format!("{name}#");
+                        schedule
+                            .choices
+                            .retain(|c| !c.take.invocation.starts_with(&prefix));
+                        for choice in &mut schedule.choices {
+                            if choice
+                                .instead
+                                .as_ref()
+                                .is_some_and(|i| i.invocation.starts_with(&prefix))
+                            {
+                                choice.instead = None;
+                            }
+                        }
+                    }
                     Candidate {
                         schedule,
                         strict: false,
@@ -142,6 +175,18 @@ impl Shrinker {
                     }
                 }
                 Stage::Faults(_) => {
+                    self.stage = Stage::Choices(0);
+                    continue;
+                }
+                Stage::Choices(at) if at < best.choices.len() => {
+                    let mut schedule = best.clone();
+                    schedule.choices.remove(at);
+                    Candidate {
+                        schedule,
+                        strict: false,
+                    }
+                }
+                Stage::Choices(_) => {
                     self.stage = Stage::Redeliveries(self.redeliveries_floor);
                     continue;
                 }
@@ -203,6 +248,14 @@ impl Shrinker {
                     Stage::Faults(at + 1)
                 };
             }
+            Stage::Choices(at) => {
+                self.stage = if success {
+                    self.accept(&candidate, outcome);
+                    Stage::Events(0)
+                } else {
+                    Stage::Choices(at + 1)
+                };
+            }
             Stage::Redeliveries(count) => {
                 // Either way, every count up to this one has now been tried.
                 if success {
@@ -237,9 +290,11 @@ impl Shrinker {
             events: candidate.schedule.events.clone(),
             faults: outcome.faults,
             redeliveries_max: outcome.redeliveries_used,
+            choices: outcome.choices,
         };
         if schedule.events != self.best.schedule.events
             || schedule.faults != self.best.schedule.faults
+            || schedule.choices != self.best.schedule.choices
         {
             self.redeliveries_floor = 0;
         }
@@ -317,6 +372,7 @@ mod tests {
             }),
             faults: fired,
             redeliveries_used: used,
+            choices: schedule.choices.clone(),
             trace: vec![format!("{schedule:?}")],
         }
     }
@@ -332,6 +388,7 @@ mod tests {
                 fault(FaultKind::CrashAfter, 2, 1),
             ],
             redeliveries_max: 3,
+            choices: vec![],
         };
         let first = oracle(&original);
         let mut shrinker = Shrinker::new(
@@ -371,6 +428,7 @@ mod tests {
             events: vec![0, 1],
             faults: vec![fault(FaultKind::CrashAfter, 0, 0), platform.clone()],
             redeliveries_max: 1,
+            choices: vec![],
         };
         let mut shrinker = Shrinker::new(
             original,
@@ -390,6 +448,7 @@ mod tests {
                 }),
                 faults: vec![fault(FaultKind::CrashAfter, 0, 0), platform.clone()],
                 redeliveries_used: 1,
+                choices: vec![],
                 trace: vec![],
             })
             .unwrap();
@@ -405,6 +464,7 @@ mod tests {
             events: vec![0, 1, 2],
             faults: vec![fault(FaultKind::CrashAfter, 1, 0)],
             redeliveries_max: 3,
+            choices: vec![],
         };
         let first = oracle(&original);
         let mut shrinker = Shrinker::new(original, first.violation.unwrap(), first.trace, 2);
@@ -421,6 +481,7 @@ mod tests {
             events: vec![1],
             faults: vec![fault(FaultKind::CrashAfter, 1, 0)],
             redeliveries_max: 1,
+            choices: vec![],
         };
         let first = oracle(&original);
         let mut shrinker = Shrinker::new(
@@ -439,5 +500,62 @@ mod tests {
                 .starts_with("nondeterminism: replaying the violating run diverged at trace line 2: it reached 'c' where the run reached 'b'"),
             "{error}"
         );
+    }
+}
+
+#[cfg(test)]
+mod choice_tests {
+    use super::*;
+    use crate::schedule::{Choice, Step};
+
+    fn choice(instead: &str, take: &str) -> Choice {
+        let step = |invocation: &str| Step {
+            invocation: invocation.into(),
+            effect: Some(0),
+        };
+        Choice {
+            instead: Some(step(instead)),
+            take: step(take),
+        }
+    }
+
+    /// Breaks exactly when req-2 runs instead of req-1, and shows the choices made.
+    fn oracle(schedule: &Schedule) -> Outcome {
+        let broken = schedule.choices.contains(&choice("req-1#1", "req-2#1"));
+        Outcome {
+            violation: broken.then(|| Violation {
+                invariant: "i".into(),
+                message: format!("{} switches", schedule.choices.len()),
+            }),
+            faults: vec![],
+            redeliveries_used: 0,
+            choices: schedule.choices.clone(),
+            trace: vec![format!("{:?}", schedule.choices)],
+        }
+    }
+
+    #[test]
+    fn removes_context_switches_that_do_not_matter() {
+        let original = Schedule {
+            base_seed: 7,
+            events: vec![],
+            faults: vec![],
+            redeliveries_max: 0,
+            choices: vec![
+                choice("req-3#1", "req-1#1"),
+                choice("req-1#1", "req-2#1"),
+                choice("req-2#1", "req-3#1"),
+            ],
+        };
+        let first = oracle(&original);
+        let mut shrinker = Shrinker::new(original, first.violation.unwrap(), first.trace, 100);
+        while let Some(candidate) = shrinker.next_candidate() {
+            shrinker.report(oracle(&candidate.schedule)).unwrap();
+        }
+        assert_eq!(
+            shrinker.best().schedule.choices,
+            vec![choice("req-1#1", "req-2#1")]
+        );
+        assert_eq!(shrinker.best().message, "1 switches");
     }
 }

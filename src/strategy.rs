@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use serde::Deserialize;
+
 use crate::error::Result;
 use crate::schedule::FaultKind;
 
@@ -95,11 +97,58 @@ impl Point<'_> {
     }
 }
 
+/// One resource a step touches: `D1:payments/DB:charges`, read or written.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, serde::Serialize)]
+pub struct Access {
+    pub resource: String,
+    pub write: bool,
+}
+
+/// A pending step at a scheduling point (`StepOption` in `js/src/engine.ts`): the next effect of
+/// a parked invocation, or the delivery of the next event.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct StepOption {
+    /// What the step is, e.g. `req-1#1 effect #2 (D1:DB run)` or `deliver req-2#1`; compared
+    /// between runs to detect nondeterminism.
+    pub label: String,
+    /// The invocation the step belongs to (for a delivery, the one it starts). Steps of one
+    /// invocation are ordered by the program; without it, the label stands in for it.
+    #[serde(default)]
+    pub invocation: Option<String>,
+    /// The effect index the step performs; absent for a delivery. When given, the `decide`
+    /// that follows must be for this effect.
+    #[serde(default)]
+    pub effect: Option<u32>,
+    /// What the step may touch, over-approximated. Empty means it conflicts with every step.
+    #[serde(default, deserialize_with = "crate::config::default_if_absent")]
+    pub footprint: Vec<Access>,
+}
+
+impl StepOption {
+    /// The thread of control the step belongs to, for partial-order reduction and PCT.
+    pub fn process(&self) -> &str {
+        self.invocation.as_deref().unwrap_or(&self.label)
+    }
+}
+
+/// A scheduling point: which of the pending steps runs next.
+#[derive(Debug, Clone, Copy)]
+pub struct ChoicePoint<'a> {
+    pub options: &'a [StepOption],
+    /// The option that continues the invocation that ran the last step, else 0: taking it is
+    /// no context switch, and it is what a replay takes when its schedule says nothing.
+    pub current: usize,
+    /// The position of this point among the run's scheduling points, from 1.
+    pub ordinal: usize,
+}
+
 pub trait Strategy {
     /// Called before the first effect of every run.
     fn begin_run(&mut self);
     /// Decides what happens at `point`.
     fn decide(&mut self, point: &Point<'_>) -> Result<Decision>;
+    /// Picks the step that runs next; answers an index into `point.options`.
+    fn choose(&mut self, point: &ChoicePoint<'_>) -> Result<usize>;
     /// Called after the last effect of a run; returns whether the strategy has another run.
     fn end_run(&mut self) -> Result<bool>;
 }

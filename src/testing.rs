@@ -2,12 +2,14 @@
 //! of a plan and then the platform's work, asking for a decision at every effect, applying
 //! effects to D1, asking for a redelivery when an invocation dies, and evaluating invariants of
 //! its own before ending the run, so that tests drive the whole `Check` state machine.
+//! `ConcurrentHost` does the same with several invocations live at once, asking `choose`
+//! before every step.
 
 use crate::check::{Check, RunEnd, RunPlan};
 use crate::config::CheckConfig;
 use crate::error::Result;
 use crate::invariant::Violation;
-use crate::strategy::Decision;
+use crate::strategy::{Access, Decision, StepOption};
 use crate::verdict::Verdict;
 
 /// An effect of a fake Worker: its label, and SQL to run on a D1 database when it happens
@@ -18,6 +20,12 @@ pub struct FakeEffect {
     pub label: String,
     pub sql: Option<(String, String)>,
     pub transient: bool,
+    /// The invocation returns after this effect when its SQL returned rows (a check before
+    /// an insert).
+    pub stop_if_rows: bool,
+    /// The footprint of an effect without SQL (empty: conflicts with everything); an SQL
+    /// effect's is `d1Footprint`'s.
+    pub footprint: Vec<Access>,
 }
 
 impl FakeEffect {
@@ -26,6 +34,8 @@ impl FakeEffect {
             label: label.into(),
             sql: None,
             transient: false,
+            stop_if_rows: false,
+            footprint: Vec::new(),
         }
     }
 
@@ -34,6 +44,15 @@ impl FakeEffect {
             label: label.into(),
             sql: Some((db.into(), sql.into())),
             transient: false,
+            stop_if_rows: false,
+            footprint: Vec::new(),
+        }
+    }
+
+    pub fn stop_if_rows(self) -> Self {
+        Self {
+            stop_if_rows: true,
+            ..self
         }
     }
 
@@ -64,6 +83,11 @@ pub struct PlayedRun {
     /// Every decision, with the invocation and effect it was made at.
     pub decisions: Vec<(String, u32, Decision)>,
     pub end: RunEnd,
+    /// The labels of the steps run, in order, with the virtual time each ran at (concurrent
+    /// hosts only).
+    pub steps: Vec<String>,
+    /// What the host's `final_state` read at the end of the run.
+    pub state: String,
 }
 
 pub struct FakeHost {
@@ -174,6 +198,8 @@ impl FakeHost {
             plan,
             decisions,
             end,
+            steps: Vec::new(),
+            state: String::new(),
         })
     }
 
@@ -199,5 +225,162 @@ pub fn config(events: usize, max_faults_per_run: u32, max_redeliveries: u32) -> 
         shrink_runs_max: 1_000,
         replay: None,
         invariants: vec![],
+        max_concurrent_invocations: 1,
+        strategy: crate::config::StrategyKind::Exhaustive,
+        pct_depth: 3,
+        shard: None,
+        partial_order_reduction: true,
     }
+}
+
+/// A host with up to `max_concurrent` invocations of driver events live at once. At every step
+/// it offers the next effect of every live invocation, in the order they started, then the
+/// delivery of the next event while fewer than `max_concurrent` are live; it calls `choose`
+/// even for one option. A crashed invocation's resend starts within the crash's step.
+pub struct ConcurrentHost {
+    pub effects: Vec<Vec<FakeEffect>>,
+    pub retries: u32,
+    pub max_concurrent: usize,
+    pub invariant: Option<HostInvariant>,
+    pub final_state: Option<fn(&mut Check) -> String>,
+}
+
+struct Live {
+    id: String,
+    event: u32,
+    delivery: u32,
+    next: usize,
+}
+
+/// No test run takes more steps than this.
+const STEPS_MAX: usize = 10_000;
+
+impl ConcurrentHost {
+    pub fn new(effects: Vec<Vec<FakeEffect>>, max_concurrent: usize) -> Self {
+        Self {
+            effects,
+            retries: 0,
+            max_concurrent,
+            invariant: None,
+            final_state: None,
+        }
+    }
+
+    fn footprint(check: &Check, effect: &FakeEffect, name: &str, number: u32) -> Vec<Access> {
+        match &effect.sql {
+            Some((db, sql)) => check
+                .d1_footprint(db, &expand(sql, name, number))
+                .unwrap_or_default(),
+            None => effect.footprint.clone(),
+        }
+    }
+
+    pub fn play_run(&self, check: &mut Check, plan: RunPlan) -> Result<PlayedRun> {
+        let mut decisions = Vec::new();
+        let mut steps = Vec::new();
+        let mut live: Vec<Live> = Vec::new();
+        let mut delivered = 0;
+        for _ in 0..STEPS_MAX {
+            let mut options = Vec::new();
+            for invocation in &live {
+                let name = check.event_name(invocation.event)?.to_string();
+                let effect = &self.effects[invocation.event as usize][invocation.next];
+                options.push(StepOption {
+                    label: format!(
+                        "{} effect #{} ({})",
+                        invocation.id, invocation.next, effect.label
+                    ),
+                    invocation: Some(invocation.id.clone()),
+                    effect: Some(invocation.next as u32),
+                    footprint: Self::footprint(check, effect, &name, invocation.event + 1),
+                });
+            }
+            if live.len() < self.max_concurrent && delivered < plan.events.len() {
+                let id = format!("{}#1", check.event_name(plan.events[delivered])?);
+                options.push(StepOption {
+                    label: format!("deliver {id}"),
+                    invocation: Some(id),
+                    effect: None,
+                    footprint: vec![Access {
+                        resource: "deliveries".into(),
+                        write: true,
+                    }],
+                });
+            }
+            if options.is_empty() {
+                break;
+            }
+            let chosen = check.choose(&options)?;
+            let time = check.now_ms() - crate::run::CLOCK_START_MS;
+            steps.push(format!("{} at {time}", options[chosen].label));
+            if chosen == live.len() {
+                let event = plan.events[delivered];
+                delivered += 1;
+                self.start(check, &mut live, event, 1)?;
+                continue;
+            }
+            let invocation = &mut live[chosen];
+            let name = check.event_name(invocation.event)?.to_string();
+            let effect = &self.effects[invocation.event as usize][invocation.next];
+            let index = invocation.next as u32;
+            let decision = check.decide(&invocation.id, index, &effect.label, effect.transient)?;
+            decisions.push((invocation.id.clone(), index, decision));
+            let mut died = decision == Decision::CrashBefore;
+            let mut finished = false;
+            if matches!(decision, Decision::Proceed | Decision::CrashAfter) {
+                if let Some((db, sql)) = &effect.sql {
+                    let result = check.d1_run(db, &expand(sql, &name, invocation.event + 1), &[]);
+                    finished = effect.stop_if_rows && result.is_ok_and(|r| !r.rows.is_empty());
+                }
+                died = decision == Decision::CrashAfter;
+            }
+            invocation.next += 1;
+            let (event, delivery) = (invocation.event, invocation.delivery);
+            if died || finished || invocation.next == self.effects[event as usize].len() {
+                live.remove(chosen);
+            }
+            if died && delivery <= self.retries && check.redeliver(event, delivery + 1)? {
+                self.start(check, &mut live, event, delivery + 1)?;
+            }
+        }
+        let state = self
+            .final_state
+            .map_or_else(String::new, |read| read(check));
+        let host_violation = self.invariant.and_then(|invariant| invariant(check));
+        let end = check.end_run(host_violation)?;
+        Ok(PlayedRun {
+            plan,
+            decisions,
+            end,
+            steps,
+            state,
+        })
+    }
+
+    fn start(&self, check: &Check, live: &mut Vec<Live>, event: u32, delivery: u32) -> Result<()> {
+        if self.effects[event as usize].is_empty() {
+            return Ok(());
+        }
+        live.push(Live {
+            id: format!("{}#{delivery}", check.event_name(event)?),
+            event,
+            delivery,
+            next: 0,
+        });
+        Ok(())
+    }
+
+    pub fn check(&self, check: &mut Check) -> Result<(Vec<PlayedRun>, Verdict)> {
+        let mut runs = Vec::new();
+        while let Some(plan) = check.next_run(0)? {
+            assert!(runs.len() < RUNS_MAX, "the check does not end");
+            runs.push(self.play_run(check, plan)?);
+        }
+        Ok((runs, check.verdict()?))
+    }
+}
+
+fn expand(sql: &str, name: &str, number: u32) -> String {
+    sql.replace("$EVENT", name)
+        .replace("$N", &number.to_string())
 }

@@ -13,6 +13,8 @@ use crate::config::CheckConfig;
 use crate::d1::{RawResult, Statement, Value};
 use crate::error::Error;
 use crate::invariant::Violation;
+use crate::strategy::StepOption;
+use crate::verdict::Verdict;
 
 /// The largest integer a JavaScript number holds exactly; integral numbers up to it bind as
 /// SQLite INTEGER, as D1 does.
@@ -78,6 +80,24 @@ impl Engine {
             .decide(invocation, effect, label, transient.unwrap_or(false))
             .map_err(js)?;
         Ok(decision as u8)
+    }
+
+    /// `options`: `StepOption[]`; answers the index of the option to run next.
+    pub fn choose(&mut self, options: JsValue) -> Result<u32, JsError> {
+        let options: Vec<StepOption> = serde_wasm_bindgen::from_value(options).map_err(|e| {
+            JsError::new(&format!(
+                "choose takes an array of {{ label, invocation?, effect?, footprint? }}: {e}"
+            ))
+        })?;
+        let chosen = self.check.choose(&options).map_err(js)?;
+        Ok(chosen as u32)
+    }
+
+    /// The footprint of a D1 statement: `{ resource, write }[]`.
+    #[wasm_bindgen(js_name = d1Footprint)]
+    pub fn d1_footprint(&self, db: &str, sql: &str) -> Result<JsValue, JsError> {
+        let footprint = self.check.d1_footprint(db, sql).map_err(js)?;
+        to_js(&footprint)
     }
 
     pub fn redeliver(&mut self, event: u32, delivery: u32) -> Result<bool, JsError> {
@@ -148,6 +168,16 @@ impl Engine {
         let verdict = self.check.verdict().map_err(js)?;
         to_js(&verdict)
     }
+}
+
+/// Merges the verdicts of the shards of one check (`shard.rs`): a free function, since no
+/// engine is needed.
+#[wasm_bindgen(js_name = mergeVerdicts)]
+pub fn merge_verdicts(verdicts: JsValue) -> Result<JsValue, JsError> {
+    let verdicts: Vec<Verdict> = serde_wasm_bindgen::from_value(verdicts)
+        .map_err(|e| JsError::new(&format!("mergeVerdicts takes an array of verdicts: {e}")))?;
+    let merged = crate::shard::merge_verdicts(&verdicts).map_err(js)?;
+    to_js(&merged)
 }
 
 fn js(error: Error) -> JsError {

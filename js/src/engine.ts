@@ -27,6 +27,59 @@ export interface EngineConfig {
   /** A run seed: run exactly that schedule once instead of exploring. */
   readonly replay?: string | undefined;
   readonly invariants: readonly InvariantSpec[];
+  /**
+   * How many invocations of driver events may be live at once (default 1, at most 64). Above 1
+   * the host calls `choose` before every step, and `decide` only for the step just chosen.
+   */
+  readonly maxConcurrentInvocations?: number | undefined;
+  /**
+   * How the tree of schedules is explored (default `exhaustive`): `exhaustive` (depth first,
+   * with partial-order reduction), `random` (seeded random walks), `pct` (Probabilistic
+   * Concurrency Testing), or `auto` (exhaustive; after a quarter of the budget, PCT if the tree
+   * is clearly larger than the budget covers). Sampling never answers `bounded`.
+   */
+  readonly strategy?: EngineStrategy | undefined;
+  /** PCT's bug depth d (default 3, 1 to 16): d - 1 priority change points per run. */
+  readonly pctDepth?: number | undefined;
+  /** Explore one shard of the tree; merge the shards' verdicts with `mergeVerdicts`. */
+  readonly shard?: ShardSpec | undefined;
+  /** Partial-order reduction in exhaustive search (default true); off only to compare. */
+  readonly partialOrderReduction?: boolean | undefined;
+}
+
+export type EngineStrategy = "exhaustive" | "random" | "pct" | "auto";
+
+/** The strategy a verdict came from; `auto` reports the one it ended with. */
+export type StrategyName = "exhaustive" | "random" | "pct";
+
+/** Shard `index` (from 0) of `count`. */
+export interface ShardSpec {
+  readonly index: number;
+  readonly count: number;
+}
+
+/**
+ * One resource a step may touch. For D1, `d1Footprint` answers table-level resources
+ * `D1:<db>:<table>`; the host picks the names of the others (one name per piece of state).
+ */
+export interface FootprintEntry {
+  readonly resource: string;
+  readonly write: boolean;
+}
+
+/**
+ * A pending step at a scheduling point: the next effect of a parked invocation, or the delivery
+ * of the next event. Steps with footprints that do not conflict (different resources, or both
+ * reads) are not permuted needlessly; an empty or absent footprint conflicts with everything.
+ */
+export interface StepOption {
+  /** What the step is: `req-1#1 effect #2 (D1:DB run)`, `deliver req-2#1`. Compared between runs. */
+  readonly label: string;
+  /** The invocation the step belongs to (for a delivery, the one it starts: `req-2#1`). */
+  readonly invocation?: string | undefined;
+  /** The effect index the step performs; absent for a delivery. */
+  readonly effect?: number | undefined;
+  readonly footprint?: readonly FootprintEntry[] | undefined;
 }
 
 /**
@@ -113,8 +166,23 @@ export interface RunEnd {
 }
 
 export type EngineVerdict =
-  | { readonly kind: "bounded"; readonly runs: number }
-  | { readonly kind: "incomplete"; readonly runs: number; readonly reason: "budget" | "runs" }
+  | {
+      readonly kind: "bounded";
+      readonly runs: number;
+      readonly strategy?: StrategyName;
+      readonly shard?: ShardSpec;
+    }
+  | {
+      readonly kind: "incomplete";
+      readonly runs: number;
+      readonly reason: "budget" | "runs";
+      readonly strategy?: StrategyName;
+      /** Runs with different decision paths (exhaustive: every run). */
+      readonly distinctSchedules?: number;
+      readonly shard?: ShardSpec;
+      /** With strategy `auto`: the exhaustive runs made before switching to PCT. */
+      readonly switchedAfterRuns?: number;
+    }
   | {
       readonly kind: "violated";
       readonly runs: number;
@@ -125,8 +193,26 @@ export type EngineVerdict =
       readonly eventsKept: string[];
       readonly faults: FaultReport[];
       readonly trace: string[];
+      /**
+       * Absent when the check set none of `strategy`, `maxConcurrentInvocations` above 1 and
+       * `shard`, so that such checks report exactly as before.
+       */
+      readonly strategy?: StrategyName;
+      readonly shard?: ShardSpec;
     }
   | { readonly kind: "held"; readonly runs: number; readonly runSeed: string; readonly trace: string[] };
+
+/** What `mergeVerdicts` answers: a shard's kind of verdict, or INCOMPLETE for a missing shard. */
+export type MergedVerdict =
+  | EngineVerdict
+  | {
+      readonly kind: "incomplete";
+      readonly runs: number;
+      /** A shard of the split is missing. */
+      readonly reason: "shards";
+      readonly strategy?: StrategyName;
+      readonly distinctSchedules?: number;
+    };
 
 /**
  * The engine's exported class, as wasm-bindgen generates it.
@@ -157,6 +243,15 @@ export interface Engine {
    * limits (a queue's max_retries). Bounded by `maxRedeliveries` and shrunk like resends.
    */
   redeliverPlatform(name: string, delivery: number): boolean;
+  /**
+   * With `maxConcurrentInvocations > 1`: which pending step runs next, as an index into
+   * `options`. Call it before every step, even when only one is pending (the engine needs every
+   * step's footprint), listing the options in a deterministic order (invocations in the order
+   * they started, then the delivery). For an effect, `decide` for that same effect follows.
+   */
+  choose(options: readonly StepOption[]): number;
+  /** The tables a D1 statement or script reads and writes, from SQLite's authorizer. */
+  d1Footprint(db: string, sql: string): FootprintEntry[];
   fillRandom(stream: string, buf: Uint8Array): void;
   nowMs(): number;
   trace(line: string): void;
@@ -175,6 +270,7 @@ export interface Engine {
 
 interface EngineModule {
   Engine: new (config: EngineConfig) => Engine;
+  mergeVerdicts(verdicts: readonly EngineVerdict[]): MergedVerdict;
 }
 
 let loaded: EngineModule | undefined;
@@ -192,9 +288,22 @@ function enginePath(): string {
 
 /** Creates an engine for one check. The wasm module is loaded once per process. */
 export function createEngine(config: EngineConfig): Engine {
+  const { Engine } = engineModule();
+  return new Engine(config);
+}
+
+/**
+ * Merges the verdicts of a sharded check: `violated` if any shard's is (the lowest shard's),
+ * else `bounded` if every shard is present once and bounded, else `incomplete`.
+ */
+export function mergeVerdicts(verdicts: readonly EngineVerdict[]): MergedVerdict {
+  return engineModule().mergeVerdicts(verdicts);
+}
+
+function engineModule(): EngineModule {
   if (!loaded) {
     const require = createRequire(import.meta.url);
     loaded = require(enginePath()) as EngineModule;
   }
-  return new loaded.Engine(config);
+  return loaded;
 }

@@ -12,6 +12,14 @@ fn check(config: CheckConfig) -> Check {
     Check::new(config).unwrap()
 }
 
+fn bounded(runs: u64) -> Verdict {
+    Verdict::Bounded {
+        runs,
+        strategy: StrategyName::Exhaustive,
+        shard: None,
+    }
+}
+
 fn binomial(n: u64, k: u64) -> u64 {
     (0..k).fold(1, |acc, i| acc * (n - i) / (i + 1))
 }
@@ -38,7 +46,7 @@ fn explores_small_trees_exactly() {
                 expected,
                 "{events} events, {faults} faults"
             );
-            assert_eq!(verdict, Verdict::Bounded { runs: expected });
+            assert_eq!(verdict, bounded(expected));
             let distinct: BTreeSet<String> =
                 runs.iter().map(|r| format!("{:?}", r.decisions)).collect();
             assert_eq!(
@@ -55,7 +63,7 @@ fn no_faults_means_one_run() {
     let host = FakeHost::uniform(3, &[FakeEffect::pure("D1:DB run")], 2);
     let (runs, verdict) = host.check(&mut check(config(3, 0, 2))).unwrap();
     assert_eq!(runs.len(), 1);
-    assert_eq!(verdict, Verdict::Bounded { runs: 1 });
+    assert_eq!(verdict, bounded(1));
 }
 
 #[test]
@@ -174,11 +182,17 @@ fn finds_and_shrinks_the_violation() {
         events_kept,
         faults,
         trace,
+        strategy,
+        ..
     } = verdict
     else {
         panic!("expected a violation, got {verdict:?}");
     };
     assert_eq!(invariant, "one-charge-per-order");
+    assert_eq!(
+        strategy, None,
+        "a check without concurrency options reports as before"
+    );
     assert_eq!(
         message,
         "2 rows of charges in D1:payments/DB share order_id = \"o-2\""
@@ -187,7 +201,7 @@ fn finds_and_shrinks_the_violation() {
     assert_eq!(
         faults,
         vec![FaultReport {
-            kind: "crash_after",
+            kind: "crash_after".into(),
             invocation: "req-2#1".into(),
             effect: 0,
             label: "Service:PAYMENTS charge".into(),
@@ -330,6 +344,10 @@ fn stops_at_the_budget_and_at_runs_max() {
         Verdict::Incomplete {
             runs: 1,
             reason: IncompleteReason::Budget,
+            strategy: StrategyName::Exhaustive,
+            distinct_schedules: 1,
+            shard: None,
+            switched_after_runs: None,
         }
     );
 
@@ -342,6 +360,10 @@ fn stops_at_the_budget_and_at_runs_max() {
         Verdict::Incomplete {
             runs: 4,
             reason: IncompleteReason::Runs,
+            strategy: StrategyName::Exhaustive,
+            distinct_schedules: 4,
+            shard: None,
+            switched_after_runs: None,
         }
     );
 }
@@ -394,7 +416,7 @@ fn transient_effects_have_four_alternatives() {
     // or transient (the invocation lives on; the charge no longer branches).
     let (runs, verdict) = host.check(&mut check(config(1, 1, 0))).unwrap();
     assert_eq!(runs.len(), 6);
-    assert_eq!(verdict, Verdict::Bounded { runs: 6 });
+    assert_eq!(verdict, bounded(6));
     // Two faults: after the transient error the charge branches 3 ways too.
     let (runs, _) = host.check(&mut check(config(1, 2, 0))).unwrap();
     assert_eq!(runs.len(), 8);

@@ -1,0 +1,585 @@
+//! Concurrent invocations: partial-order reduction against plain search, sampling, shrinking
+//! of context switches, replay and shards, driven by `ConcurrentHost`.
+
+use std::collections::BTreeSet;
+
+use super::*;
+use crate::config::{InvariantSpec, StrategyKind};
+use crate::shard::Shard;
+use crate::testing::{config, ConcurrentHost, FakeEffect, PlayedRun};
+
+const SCHEMA: &str = "CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER);
+    INSERT INTO accounts VALUES (1, 0), (2, 0);
+    CREATE TABLE other (id INTEGER PRIMARY KEY, balance INTEGER);
+    INSERT INTO other VALUES (1, 0);
+    CREATE TABLE charges (id INTEGER PRIMARY KEY, order_id TEXT);
+    CREATE TABLE x (v INTEGER); INSERT INTO x VALUES (1);
+    CREATE TABLE y (v INTEGER); INSERT INTO y VALUES (1);
+    CREATE TABLE log1 (v INTEGER); CREATE TABLE log2 (v INTEGER);
+    CREATE TABLE log3 (v INTEGER);";
+
+fn setup(mut config: CheckConfig, concurrent: u32, reduce: bool) -> Check {
+    config.max_concurrent_invocations = concurrent;
+    config.partial_order_reduction = reduce;
+    let mut check = Check::new(config).unwrap();
+    check.d1_open("DB").unwrap();
+    check.d1_setup("DB", SCHEMA).unwrap();
+    check.seal().unwrap();
+    check
+}
+
+fn state(check: &mut Check) -> String {
+    let rows = |check: &mut Check, sql: &str| {
+        let result = check.d1_run("DB", sql, &[]).unwrap();
+        format!("{:?}", result.rows)
+    };
+    let accounts = rows(check, "SELECT * FROM accounts ORDER BY id");
+    let other = rows(check, "SELECT * FROM other ORDER BY id");
+    let charges = rows(check, "SELECT order_id FROM charges ORDER BY order_id");
+    let vars = rows(check, "SELECT (SELECT v FROM x), (SELECT v FROM y)");
+    let logs = rows(
+        check,
+        "SELECT (SELECT group_concat(v) FROM log1), (SELECT group_concat(v) FROM log2), \
+         (SELECT group_concat(v) FROM log3)",
+    );
+    format!("{accounts} {other} {charges} {vars} {logs}")
+}
+
+/// A read, then a write that depends on what was read: lost updates show in the final state.
+fn read_then_write(table: &str) -> Vec<FakeEffect> {
+    vec![
+        FakeEffect::sql(
+            "D1:DB read",
+            "DB",
+            &format!("SELECT balance FROM {table} WHERE id = 1"),
+        ),
+        FakeEffect::sql(
+            "D1:DB write",
+            "DB",
+            &format!("UPDATE {table} SET balance = balance * 10 + $N WHERE id = 1"),
+        ),
+    ]
+}
+
+fn check_then_insert() -> Vec<FakeEffect> {
+    vec![
+        FakeEffect::sql(
+            "D1:DB check",
+            "DB",
+            "SELECT 1 FROM charges WHERE order_id = 'o-1'",
+        )
+        .stop_if_rows(),
+        FakeEffect::sql(
+            "D1:DB insert",
+            "DB",
+            "INSERT INTO charges (order_id) VALUES ('o-1')",
+        ),
+    ]
+}
+
+fn explore(
+    effects: Vec<Vec<FakeEffect>>,
+    config: CheckConfig,
+    reduce: bool,
+) -> (Vec<PlayedRun>, Verdict) {
+    let concurrent = effects.len() as u32;
+    let mut host = ConcurrentHost::new(effects, concurrent as usize);
+    host.final_state = Some(state);
+    host.check(&mut setup(config, concurrent, reduce)).unwrap()
+}
+
+fn states(runs: &[PlayedRun]) -> BTreeSet<String> {
+    runs.iter().map(|r| r.state.clone()).collect()
+}
+
+fn with_unique(mut config: CheckConfig) -> CheckConfig {
+    config.invariants = vec![InvariantSpec::Unique {
+        name: "one-charge-per-order".into(),
+        db: "DB".into(),
+        table: "charges".into(),
+        columns: vec!["order_id".into()],
+    }];
+    config
+}
+
+#[test]
+fn reduction_reaches_the_same_states_in_far_fewer_runs() {
+    let same_row = vec![read_then_write("accounts"), read_then_write("accounts")];
+    let tables = vec![read_then_write("accounts"), read_then_write("other")];
+    let race = vec![check_then_insert(), check_then_insert()];
+    let three = vec![
+        read_then_write("accounts"),
+        read_then_write("other"),
+        check_then_insert(),
+    ];
+    // (system, faults, plain runs, reduced runs, distinct final states)
+    let cases = [
+        // Plain: A's two steps interleave with B's delivery and two steps, C(5, 2) = 10.
+        // Reduced: the two reads commute, so 4 traces remain: A before B, B before A, and
+        // the two where both read before either writes (which writes last differs).
+        (&same_row, 0, 10, 4, 2),
+        (&same_row, 1, 70, 30, 4),
+        // Nothing conflicts across tables: one trace.
+        (&tables, 0, 10, 1, 1),
+        (&tables, 1, 70, 9, 3),
+        (&race, 0, 10, 4, 2),
+        (&race, 1, 62, 26, 2),
+        (&three, 0, 280, 1, 1),
+        (&three, 1, 2520, 13, 4),
+    ];
+    for (effects, faults, plain_runs, reduced_runs, distinct) in cases {
+        let events = effects.len();
+        let (plain, plain_verdict) = explore(effects.clone(), config(events, faults, 0), false);
+        let (reduced, reduced_verdict) = explore(effects.clone(), config(events, faults, 0), true);
+        assert_eq!(
+            (plain.len(), reduced.len(), states(&plain).len()),
+            (plain_runs, reduced_runs, distinct),
+            "{events} events, {faults} faults"
+        );
+        assert_eq!(states(&plain), states(&reduced));
+        assert!(matches!(plain_verdict, Verdict::Bounded { .. }));
+        assert!(matches!(reduced_verdict, Verdict::Bounded { .. }));
+    }
+}
+
+/// A tiny deterministic generator for the systems below.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// Invocations whose effects read a shared variable into their own log, or write one with a
+/// value that depends on the old value and on who writes: every interleaving difference shows
+/// in the final state.
+fn random_system(rng: &mut Lcg) -> Vec<Vec<FakeEffect>> {
+    let events = 2 + rng.below(2) as usize;
+    (0..events)
+        .map(|_| {
+            (0..1 + rng.below(3))
+                .map(|k| {
+                    let var = ["x", "y"][rng.below(2) as usize];
+                    if rng.below(2) == 0 {
+                        FakeEffect::sql(
+                            "D1:DB read",
+                            "DB",
+                            &format!("INSERT INTO log$N SELECT v FROM {var}"),
+                        )
+                    } else {
+                        FakeEffect::sql(
+                            "D1:DB write",
+                            "DB",
+                            &format!("UPDATE {var} SET v = v * 7 + $N * 10 + {k}"),
+                        )
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Compares reduced and plain search on `count` random systems whose plain search takes at
+/// most `runs_max` runs (larger ones are skipped); answers the runs each took in total.
+fn compare_on_random_systems(seed: u64, count: u32, runs_max: u64) -> (usize, usize) {
+    let mut rng = Lcg(seed);
+    let (mut plain_total, mut reduced_total) = (0, 0);
+    for system in 0..count {
+        let effects = random_system(&mut rng);
+        let events = effects.len();
+        let faults = u32::from(system % 3 == 0);
+        let retries = u32::from(system % 4 == 1);
+        let mut config = config(events, faults, retries);
+        config.runs_max = runs_max;
+        let mut host = ConcurrentHost::new(effects.clone(), events);
+        host.final_state = Some(state);
+        host.retries = retries;
+        let (plain, verdict) = host
+            .check(&mut setup(config.clone(), events as u32, false))
+            .unwrap();
+        if !matches!(verdict, Verdict::Bounded { .. }) {
+            continue;
+        }
+        let (reduced, _) = host.check(&mut setup(config, events as u32, true)).unwrap();
+        let (all, found) = (states(&plain), states(&reduced));
+        let missing: Vec<&String> = all.difference(&found).collect();
+        assert!(
+            missing.is_empty() && found.len() == all.len(),
+            "system {system} ({:?}): {} of {} states missing, e.g. {:?}",
+            effects
+                .iter()
+                .map(|e| e
+                    .iter()
+                    .map(|f| f.sql.clone().unwrap().1)
+                    .collect::<Vec<_>>())
+                .collect::<Vec<_>>(),
+            missing.len(),
+            all.len(),
+            missing.first()
+        );
+        assert!(reduced.len() <= plain.len());
+        plain_total += plain.len();
+        reduced_total += reduced.len();
+    }
+    (plain_total, reduced_total)
+}
+
+#[test]
+fn reduction_agrees_with_plain_search_on_random_systems() {
+    let (plain, reduced) = compare_on_random_systems(2026, 40, 1_500);
+    assert!(plain > 2_000, "the systems are not trivial: {plain}");
+    assert!(reduced * 4 < plain, "{reduced} vs {plain}");
+}
+
+/// The same on more and larger systems; slow, run by hand:
+/// `cargo test --release reduction_agrees_on_many -- --ignored`.
+#[test]
+#[ignore]
+fn reduction_agrees_on_many_random_systems() {
+    for seed in 0..4 {
+        compare_on_random_systems(seed, 100, 10_000);
+    }
+}
+
+#[test]
+fn both_searches_find_the_check_then_insert_race() {
+    let race = vec![check_then_insert(), check_then_insert()];
+    for reduce in [false, true] {
+        let mut host = ConcurrentHost::new(race.clone(), 2);
+        host.final_state = Some(state);
+        let (_, verdict) = host
+            .check(&mut setup(with_unique(config(2, 0, 0)), 2, reduce))
+            .unwrap();
+        let Verdict::Violated {
+            invariant,
+            run_seed,
+            strategy,
+            ..
+        } = verdict
+        else {
+            panic!("expected a violation, got {verdict:?}");
+        };
+        assert_eq!(invariant, "one-charge-per-order");
+        assert_eq!(strategy, Some(StrategyName::Exhaustive));
+        // Shrunk to the one context switch the race needs: req-1 checks, then req-2 is
+        // delivered before req-1 inserts; req-2 then checks and inserts, and so does req-1.
+        assert_eq!(
+            run_seed,
+            format!("{:016x}:1,2:-:0:1.1@1=2.1", fnv1a("checkout"))
+        );
+    }
+}
+
+/// Replays `run_seed` and answers its verdict.
+fn replay(effects: &[Vec<FakeEffect>], config: CheckConfig, run_seed: &str) -> Verdict {
+    let mut config = config;
+    config.replay = Some(run_seed.to_string());
+    let host = ConcurrentHost::new(effects.to_vec(), effects.len());
+    let (runs, verdict) = host
+        .check(&mut setup(config, effects.len() as u32, true))
+        .unwrap();
+    assert_eq!(runs.len(), 1);
+    verdict
+}
+
+#[test]
+fn pct_finds_a_depth_two_race_and_its_run_seed_replays() {
+    // Three racers and a bystander: the race needs req-2 (or req-3) to check between req-1's
+    // check and insert, one priority change away from running each to completion.
+    let effects = vec![
+        check_then_insert(),
+        check_then_insert(),
+        read_then_write("other"),
+    ];
+    let mut config = with_unique(config(3, 0, 0));
+    config.strategy = StrategyKind::Pct;
+    config.pct_depth = 2;
+    config.runs_max = 200;
+    let host = ConcurrentHost::new(effects.clone(), 3);
+    let (runs, verdict) = host.check(&mut setup(config.clone(), 3, true)).unwrap();
+    let Verdict::Violated {
+        runs: explore_runs,
+        run_seed,
+        trace,
+        strategy,
+        ..
+    } = verdict
+    else {
+        panic!("expected PCT to find the race, got {verdict:?}");
+    };
+    assert_eq!(strategy, Some(StrategyName::Pct));
+    assert!(explore_runs <= 50, "found after {explore_runs} runs");
+    assert!(runs.len() as u64 > explore_runs, "the violation was shrunk");
+    let Verdict::Violated {
+        run_seed: replayed_seed,
+        trace: replayed_trace,
+        ..
+    } = replay(&effects, config, &run_seed)
+    else {
+        panic!("the run seed {run_seed} did not replay the violation");
+    };
+    assert_eq!(replayed_seed, run_seed);
+    assert_eq!(replayed_trace, trace);
+}
+
+#[test]
+fn sampling_never_says_bounded() {
+    let effects = vec![read_then_write("accounts"), read_then_write("accounts")];
+    for strategy in [StrategyKind::Random, StrategyKind::Pct] {
+        let mut config = config(2, 1, 0);
+        config.strategy = strategy;
+        config.runs_max = 300;
+        let (runs, verdict) = explore(effects.clone(), config, true);
+        assert_eq!(runs.len(), 300);
+        let Verdict::Incomplete {
+            runs: 300,
+            reason: IncompleteReason::Runs,
+            distinct_schedules,
+            ..
+        } = verdict
+        else {
+            panic!("expected INCOMPLETE, got {verdict:?}");
+        };
+        // The tree has 70 leaves; sampling repeats some of them.
+        assert!(
+            (10..=70).contains(&distinct_schedules),
+            "{strategy:?}: {distinct_schedules}"
+        );
+    }
+}
+
+#[test]
+fn shrinking_removes_context_switches_a_random_walk_made() {
+    // Four invocations switch back and forth at random; only two of them race.
+    let effects = vec![
+        read_then_write("accounts"),
+        check_then_insert(),
+        read_then_write("other"),
+        check_then_insert(),
+    ];
+    let mut config = with_unique(config(4, 0, 0));
+    config.strategy = StrategyKind::Random;
+    config.runs_max = 500;
+    let host = ConcurrentHost::new(effects.clone(), 4);
+    let mut check = setup(config.clone(), 4, true);
+    let mut first_violation = None;
+    while let Some(plan) = check.next_run(0).unwrap() {
+        let run = host.play_run(&mut check, plan).unwrap();
+        if run.end.violated.is_some() && first_violation.is_none() {
+            first_violation = Some(check.run.choices().len());
+        }
+    }
+    let Verdict::Violated {
+        run_seed,
+        events_kept,
+        ..
+    } = check.verdict().unwrap()
+    else {
+        panic!("expected the random walk to find the race");
+    };
+    let found_with = first_violation.unwrap();
+    let schedule = Schedule::decode(&run_seed, &config.events).unwrap();
+    assert_eq!(events_kept, vec!["req-2", "req-4"]);
+    assert_eq!(schedule.choices.len(), 1, "{run_seed}");
+    assert!(found_with > 1, "the walk switched {found_with} times");
+    assert!(matches!(
+        replay(&effects, config, &run_seed),
+        Verdict::Violated { .. }
+    ));
+}
+
+#[test]
+fn a_run_seed_without_choices_replays_with_default_choices() {
+    // The four-field form: every point continues the current invocation, so req-1 runs to
+    // completion before req-2 is delivered, and the race does not happen.
+    let effects = vec![check_then_insert(), check_then_insert()];
+    let config = with_unique(config(2, 0, 0));
+    let seed = format!("{:016x}:1,2:-:0", fnv1a("checkout"));
+    assert!(matches!(
+        replay(&effects, config.clone(), &seed),
+        Verdict::Held { .. }
+    ));
+    let racing = format!("{seed}:1.1@1=2.1");
+    assert!(matches!(
+        replay(&effects, config, &racing),
+        Verdict::Violated { .. }
+    ));
+}
+
+/// The decisions and steps of every run a shard owns.
+fn owned_leaves(effects: &[Vec<FakeEffect>], config: &CheckConfig, reduce: bool) -> Vec<String> {
+    let host = ConcurrentHost::new(effects.to_vec(), effects.len());
+    let mut check = setup(config.clone(), effects.len() as u32, reduce);
+    let mut leaves = Vec::new();
+    while let Some(plan) = check.next_run(0).unwrap() {
+        let run = host.play_run(&mut check, plan).unwrap();
+        if check.last_run_owned() {
+            leaves.push(format!("{:?} {:?}", run.steps, run.decisions));
+        }
+    }
+    let verdict = check.verdict().unwrap();
+    let Verdict::Bounded { shard, .. } = verdict else {
+        panic!("expected BOUNDED, got {verdict:?}");
+    };
+    assert_eq!(shard, config.shard);
+    leaves
+}
+
+#[test]
+fn shards_split_the_tree_exactly() {
+    let effects = vec![read_then_write("accounts"), check_then_insert()];
+    for (faults, reduce) in [(1, false), (2, false), (1, true)] {
+        let whole: BTreeSet<String> = owned_leaves(&effects, &config(2, faults, 1), reduce)
+            .into_iter()
+            .collect();
+        for count in [2, 3, 5] {
+            let mut union = BTreeSet::new();
+            let mut verdicts = Vec::new();
+            for index in 0..count {
+                let mut config = config(2, faults, 1);
+                config.shard = Some(Shard { index, count });
+                let leaves = owned_leaves(&effects, &config, reduce);
+                assert!(!leaves.is_empty() || count > 2);
+                for leaf in leaves {
+                    assert!(union.insert(leaf), "a leaf owned twice");
+                }
+                verdicts.push(Verdict::Bounded {
+                    runs: 1,
+                    strategy: StrategyName::Exhaustive,
+                    shard: config.shard,
+                });
+            }
+            if reduce {
+                // Reduction below the split depth may explore more than the unsharded
+                // search, never less.
+                assert!(union.is_superset(&whole), "{faults} faults, {count} shards");
+            } else {
+                assert_eq!(union, whole, "{faults} faults, {count} shards");
+            }
+            assert!(matches!(
+                crate::shard::merge_verdicts(&verdicts).unwrap(),
+                Verdict::Bounded { shard: None, .. }
+            ));
+        }
+    }
+}
+
+#[test]
+fn auto_switches_to_pct_when_the_tree_is_too_large() {
+    let effects = vec![
+        read_then_write("accounts"),
+        read_then_write("accounts"),
+        read_then_write("accounts"),
+    ];
+    let mut config = config(3, 2, 0);
+    config.strategy = StrategyKind::Auto;
+    config.runs_max = 100;
+    let (runs, verdict) = explore(effects.clone(), config.clone(), true);
+    assert_eq!(runs.len(), 100);
+    let Verdict::Incomplete {
+        strategy: StrategyName::Pct,
+        switched_after_runs: Some(switched),
+        distinct_schedules,
+        ..
+    } = verdict
+    else {
+        panic!("expected auto to switch to PCT, got {verdict:?}");
+    };
+    assert_eq!(switched, 25);
+    assert!(distinct_schedules > 25);
+    // A tree that fits stays exhaustive and is BOUNDED.
+    config.runs_max = 100_000;
+    let small = vec![read_then_write("accounts"), read_then_write("other")];
+    let (_, verdict) = explore(
+        small,
+        {
+            let mut c = config.clone();
+            c.events.truncate(2);
+            c
+        },
+        true,
+    );
+    assert!(matches!(
+        verdict,
+        Verdict::Bounded {
+            strategy: StrategyName::Exhaustive,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn concurrency_misuse_is_reported() {
+    let effects = vec![check_then_insert(), check_then_insert()];
+    // choose without concurrency.
+    let mut single = setup(config(2, 0, 0), 1, true);
+    single.next_run(0).unwrap();
+    let option = StepOption {
+        label: "deliver req-1#1".into(),
+        invocation: Some("req-1#1".into()),
+        effect: None,
+        footprint: vec![],
+    };
+    assert!(single
+        .choose(std::slice::from_ref(&option))
+        .unwrap_err()
+        .message()
+        .contains("maxConcurrentInvocations is 1"));
+    // decide without choose.
+    let mut concurrent = setup(config(2, 0, 0), 2, true);
+    concurrent.next_run(0).unwrap();
+    assert!(concurrent
+        .decide("req-1#1", 0, "D1:DB check", false)
+        .unwrap_err()
+        .message()
+        .contains("call choose before every step"));
+    // decide for another step than the one chosen.
+    let mut other = setup(config(2, 0, 0), 2, true);
+    other.next_run(0).unwrap();
+    let effect = StepOption {
+        label: "req-1#1 effect #0 (D1:DB check)".into(),
+        invocation: Some("req-1#1".into()),
+        effect: Some(0),
+        footprint: vec![],
+    };
+    other.choose(&[effect]).unwrap();
+    assert!(other
+        .decide("req-2#1", 0, "D1:DB check", false)
+        .unwrap_err()
+        .message()
+        .contains("but the step chosen was req-1#1 effect #0"));
+    let _ = effects;
+}
+
+#[test]
+fn time_is_causal_with_concurrent_invocations() {
+    // Two invocations on different tables: in every one of the 10 interleavings each step runs
+    // at the same virtual time, so `Date.now()` cannot tell them apart.
+    let effects = vec![read_then_write("accounts"), read_then_write("other")];
+    let (runs, _) = explore(effects, config(2, 0, 0), false);
+    assert_eq!(runs.len(), 10);
+    let timings: BTreeSet<Vec<String>> = runs
+        .iter()
+        .map(|run| {
+            let mut steps = run.steps.clone();
+            steps.sort();
+            steps
+        })
+        .collect();
+    assert_eq!(timings.len(), 1, "{timings:?}");
+    // Deliveries are ordered, and each invocation's steps come one after the other.
+    let timing = timings.into_iter().next().unwrap();
+    assert!(
+        timing.contains(&"deliver req-2#1 at 2".to_string()),
+        "{timing:?}"
+    );
+    assert!(
+        timing.contains(&"req-2#1 effect #1 (D1:DB write) at 4".to_string()),
+        "{timing:?}"
+    );
+}
