@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { createEngine } from "./engine.ts";
 import { InputError, shown } from "./errors.ts";
-import { type CheckResult, explore, type ResolvedBounds } from "./explore.ts";
+import { type CheckResult, explore, type ResolvedBounds, type Shard } from "./explore.ts";
 import { loadScenario } from "./load/scenario.ts";
 import { type Progress, watchRuns } from "./progress.ts";
 import { buildWorld, type World } from "./sim/world.ts";
@@ -25,6 +25,8 @@ export interface CheckOptions {
   readonly replay?: string;
   /** Overrides the scenario's `bounds.budgetMs`. */
   readonly budgetMs?: number;
+  /** Explores shard `index` (from 0) of `count` of the tree; merge the results with `mergeResults`. */
+  readonly shard?: Shard;
   /** Where the Worker code runs: Node (default) or workerd, through Miniflare. */
   readonly runtime?: Runtime;
   /**
@@ -65,6 +67,7 @@ export async function check(scenarioPath: string, options: CheckOptions = {}): P
     seed: options.seed ?? scenario.seed ?? scenario.name,
     bounds,
     replay: options.replay,
+    shard: options.shard,
     schemas: readSchemas(world),
   };
   if (runtime === "workerd") {

@@ -13,6 +13,7 @@ import { ExitCode, InputError, SimulationError, shown } from "./errors.ts";
 import { renderHtml } from "./html.ts";
 import { renderJunit, renderJunitError } from "./junit.ts";
 import { loadScenario } from "./load/scenario.ts";
+import { type MergedResult, mergeResults } from "./merge.ts";
 import { progressLine } from "./progress.ts";
 import { renderReport } from "./report.ts";
 import { renderCounterexample, renderReplay } from "./trace.ts";
@@ -32,6 +33,11 @@ const OPTIONS = {
   replay: { type: "string", value: "RUN_SEED", help: "run exactly the schedule a VIOLATED report printed" },
   "budget-ms": { type: "string", value: "N", help: "override the scenario's bounds.budgetMs" },
   runtime: { type: "string", value: "NAME", help: "where the Worker code runs: node (default) or workerd" },
+  shard: {
+    type: "string",
+    value: "I/N",
+    help: "explore only shard I of N (from 1) of the schedules, for a CI matrix; merge the --json results with eutaxy merge",
+  },
   json: {
     type: "boolean",
     help: "print the result as JSON instead of the report (schema eutaxy.check/1, docs/json-schema.md)",
@@ -70,6 +76,7 @@ function usage(): string {
   return [
     "Usage: eutaxy check <scenario.sim.ts> [options]",
     "       eutaxy replay <scenario.sim.ts> <RUN_SEED> [options]",
+    "       eutaxy merge <result.json>... [--json]",
     "",
     "check runs the scenario's Workers in one deterministic simulation, injects a crash before or",
     "after every binding call within the bounds, resends what got no answer, and checks the",
@@ -80,6 +87,10 @@ function usage(): string {
     "step by step: every delivery, every effect with the decision at it, every D1 statement with",
     "its parameters and result, every answer, death and exception; then whether an invariant",
     "broke in it (VIOLATED) or none did (HELD).",
+    "",
+    "merge reads the --json results of the shards of one check (--shard I/N on each machine of a",
+    "CI matrix) and prints the one verdict they make together: VIOLATED if any shard found a",
+    "violation, BOUNDED only if every shard ran and is BOUNDED, INCOMPLETE otherwise.",
     "",
     "Options:",
     ...options,
@@ -143,6 +154,15 @@ function request(values: Values, positionals: readonly string[]): Request | stri
       return "--budget-ms must be a positive whole number of milliseconds";
     }
   }
+  let shard: CheckOptions["shard"];
+  if (values.shard !== undefined) {
+    const match = /^(\d+)\/(\d+)$/.exec(values.shard);
+    const [index, count] = match ? [Number(match[1]), Number(match[2])] : [0, 0];
+    if (!match || count < 1 || index < 1 || index > count) {
+      return `--shard takes I/N with 1 <= I <= N (shard I of N), not ${values.shard}`;
+    }
+    shard = { index: index - 1, count };
+  }
   if (values.junit === "") return "--junit needs the path of the file to write";
   if (values.html === "") return "--html needs the path of the file to write";
   // The options check() takes from the command line; one entry per option.
@@ -151,6 +171,7 @@ function request(values: Values, positionals: readonly string[]): Request | stri
     ...(runSeed === undefined ? {} : { replay: runSeed }),
     ...(budgetMs === undefined ? {} : { budgetMs }),
     ...(values.runtime === undefined ? {} : { runtime: values.runtime as CheckOptions["runtime"] }),
+    ...(shard === undefined ? {} : { shard }),
   };
   return { command, scenario, options, values };
 }
@@ -173,6 +194,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(`${version()}\n`);
     return ExitCode.Bounded;
   }
+  if (positionals[0] === "merge") return merge(positionals.slice(1), values);
   const asked = request(values, positionals);
   if (typeof asked === "string") {
     process.stderr.write(`eutaxy: ${asked}\n\n${usage()}\n`);
@@ -220,6 +242,65 @@ async function run({ command, scenario, options, values }: Request): Promise<num
     return internalError(error);
   }
   return exitCodeOf(result);
+}
+
+/** `eutaxy merge`: one verdict from the --json results of a check's shards. */
+function merge(files: readonly string[], values: Values): number {
+  if (files.length === 0) {
+    process.stderr.write(`eutaxy: merge needs the --json result files of the shards\n\n${usage()}\n`);
+    return ExitCode.BadInput;
+  }
+  try {
+    const results = files.map((file) => readResult(file));
+    const merged = mergeResults(results, files);
+    if (values.json) {
+      process.stdout.write(`${JSON.stringify({ schema: "eutaxy.check/1", ...merged }, null, 2)}\n`);
+    } else {
+      process.stdout.write(`${renderMerged(merged)}\n`);
+    }
+    return exitCodeOf(merged as CheckResult);
+  } catch (error) {
+    if (error instanceof InputError) {
+      process.stderr.write(`eutaxy: ${error.message}\n`);
+      return error.exitCode;
+    }
+    return internalError(error);
+  }
+}
+
+/** One shard's result, as `eutaxy check --json` printed it. */
+function readResult(file: string): CheckResult {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    throw new InputError(file, "no such file");
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new InputError(file, "not JSON: expected the output of eutaxy check --json");
+  }
+  const schema = (parsed as { schema?: unknown } | null)?.schema;
+  if (schema !== "eutaxy.check/1") {
+    throw new InputError(file, "not a result of eutaxy check --json (schema eutaxy.check/1)");
+  }
+  return parsed as CheckResult;
+}
+
+/** The merged verdict: a shard's VIOLATED report as it is, or the merged coverage. */
+function renderMerged(merged: MergedResult): string {
+  if (merged.verdict === "VIOLATED") return renderReport(merged);
+  const head = `${merged.verdict}  ${merged.scenario}  (seed ${merged.seed}), ${merged.shards} shards merged`;
+  if (merged.verdict === "BOUNDED") {
+    return `${head}\n\nEvery shard ran every schedule of its part within the bounds and no invariant broke: ${merged.runs} schedules in all.`;
+  }
+  const why =
+    merged.missing.length > 0
+      ? `shard${merged.missing.length === 1 ? "" : "s"} ${merged.missing.map((i) => `${i + 1}/${merged.shards}`).join(", ")} missing`
+      : `a shard ran out of its ${merged.reason === "budget" ? "budget" : "run limit"}`;
+  return `${head}\n\nNot every schedule within the bounds ran (${why}); no invariant broke in those that did, but this is not a proof.`;
 }
 
 /** What goes to stdout: the JSON, the run step by step for `replay`, or the report. */

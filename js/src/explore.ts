@@ -30,6 +30,8 @@ interface CheckHeader {
   readonly seed: string;
   readonly bounds: ResolvedBounds;
   readonly elapsedMs: number;
+  /** Present when the check explored one shard of the tree (`--shard`). */
+  readonly shard?: Shard;
 }
 
 export type CheckResult = CheckHeader &
@@ -57,10 +59,23 @@ export interface Exploration {
   readonly bounds: ResolvedBounds;
   /** A run seed to run once instead of exploring. */
   readonly replay?: string | undefined;
+  /** Explore one shard of the tree of schedules (`--shard`). */
+  readonly shard?: Shard | undefined;
   /** The SQL of every `d1Schema` file, by the file's absolute path. */
   readonly schemas: ReadonlyMap<string, string>;
   /** Creates the engine in the runtime the exploration runs in. */
   readonly createEngine: (config: EngineConfig) => Engine;
+}
+
+/** Shard `index` (from 0) of `count`: the part of the tree of schedules one check explores. */
+export interface Shard {
+  readonly index: number;
+  readonly count: number;
+}
+
+/** The shard a verdict came from, as the result carries it: only for a sharded check. */
+function shardOf(verdict: { readonly shard?: Shard | undefined }): { readonly shard?: Shard } {
+  return verdict.shard ? { shard: { index: verdict.shard.index, count: verdict.shard.count } } : {};
 }
 
 export async function explore(exploration: Exploration): Promise<CheckResult> {
@@ -76,6 +91,7 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
     runsMax: RUNS_MAX,
     shrinkRunsMax: SHRINK_RUNS_MAX,
     replay: exploration.replay,
+    shard: exploration.shard,
     invariants: engineInvariants(scenario.invariants),
   });
   try {
@@ -100,14 +116,21 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
     const verdict = engine.verdict();
     switch (verdict.kind) {
       case "bounded":
-        return { ...header, verdict: "BOUNDED", runs: verdict.runs };
+        return { ...header, verdict: "BOUNDED", runs: verdict.runs, ...shardOf(verdict) };
       case "incomplete":
-        return { ...header, verdict: "INCOMPLETE", runs: verdict.runs, reason: verdict.reason };
+        return {
+          ...header,
+          verdict: "INCOMPLETE",
+          runs: verdict.runs,
+          // A single check's engine never merges shards, so its reason is its own budget or limit.
+          reason: verdict.reason === "runs" ? "runs" : "budget",
+          ...shardOf(verdict),
+        };
       case "held":
         return { ...header, verdict: "HELD", runSeed: verdict.runSeed, trace: verdict.trace };
       case "violated": {
-        const { kind: _kind, ...rest } = verdict;
-        return { ...header, verdict: "VIOLATED", ...rest };
+        const { kind: _kind, strategy: _strategy, shard: _shard, ...rest } = verdict;
+        return { ...header, verdict: "VIOLATED", ...rest, ...shardOf(verdict) };
       }
     }
   } finally {

@@ -80,6 +80,7 @@ async function answer(parts: HostParts, request: HostRequest): Promise<HostAnswe
       seed: request.seed,
       bounds: request.bounds,
       replay: request.replay,
+      shard: request.shard,
       schemas: new Map(request.schemas),
       createEngine: (config) => createEngine(parts.wasm, config),
     });

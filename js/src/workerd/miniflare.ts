@@ -45,6 +45,7 @@ export async function exploreInWorkerd(exploration: Omit<Exploration, "createEng
     seed: exploration.seed,
     bounds: exploration.bounds,
     replay: exploration.replay,
+    shard: exploration.shard,
     schemas: [...exploration.schemas],
   };
   const stderr = new StartupLog();

@@ -5,6 +5,7 @@
  */
 
 import type { CheckResult, ResolvedBounds } from "../explore.ts";
+import type { Shard } from "../explore.ts";
 import type { WorldData } from "./world-data.ts";
 
 export interface HostRequest {
@@ -14,6 +15,7 @@ export interface HostRequest {
   readonly seed: string;
   readonly bounds: ResolvedBounds;
   readonly replay: string | undefined;
+  readonly shard: Shard | undefined;
   /** The SQL of every `d1Schema` file, by its absolute path. */
   readonly schemas: [string, string][];
 }

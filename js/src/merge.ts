@@ -1,0 +1,71 @@
+/**
+ * Merging the results of one check split into shards (`--shard i/n`), each run on its own
+ * machine, into one verdict: VIOLATED if any shard found a violation (the one from the lowest
+ * shard, so the merge is deterministic), BOUNDED only if every shard of the split is present and
+ * BOUNDED, and INCOMPLETE otherwise, saying which shards are missing or incomplete.
+ */
+
+import type { CheckResult } from "./check.ts";
+import { InputError } from "./errors.ts";
+
+export type ShardedResult = CheckResult;
+
+export type MergedResult =
+  | Extract<ShardedResult, { verdict: "VIOLATED" }>
+  | (Omit<Extract<ShardedResult, { verdict: "BOUNDED" }>, "shard"> & { readonly shards: number })
+  | (Omit<Extract<ShardedResult, { verdict: "INCOMPLETE" }>, "shard" | "reason"> & {
+      readonly reason: "budget" | "runs" | "shards";
+      readonly shards: number;
+      readonly missing: readonly number[];
+    });
+
+/** Merges shard results of one scenario; `files` name where each came from, for errors. */
+export function mergeResults(results: readonly ShardedResult[], files: readonly string[]): MergedResult {
+  const first = results[0];
+  if (!first) throw new InputError(undefined, "merge needs at least one result file");
+  results.forEach((result, i) => {
+    const file = files[i];
+    if (!result.shard) throw new InputError(file, "this result is not from a sharded check (--shard i/n)");
+    if (result.scenario !== first.scenario || result.seed !== first.seed) {
+      throw new InputError(
+        file,
+        `this result is of ${result.scenario} (seed ${result.seed}), not ${first.scenario} (seed ${first.seed})`,
+      );
+    }
+    if (result.shard.count !== first.shard?.count) {
+      throw new InputError(
+        file,
+        `this result is from a split into ${result.shard.count}, not ${first.shard?.count}`,
+      );
+    }
+    if (result.verdict === "HELD") throw new InputError(file, "a replay's result cannot be merged");
+  });
+  const count = first.shard?.count ?? 1;
+  const violated = results
+    .filter((r): r is Extract<ShardedResult, { verdict: "VIOLATED" }> => r.verdict === "VIOLATED")
+    .sort((a, b) => (a.shard?.index ?? 0) - (b.shard?.index ?? 0))[0];
+  if (violated) return violated;
+
+  const runs = results.reduce((sum, r) => sum + ("runs" in r ? r.runs : 0), 0);
+  const elapsedMs = Math.max(...results.map((r) => r.elapsedMs));
+  const present = new Set(results.map((r) => r.shard?.index));
+  const missing = Array.from({ length: count }, (_, i) => i).filter((i) => !present.has(i));
+  const { shard: _shard, ...header } = first;
+  const base = {
+    scenario: header.scenario,
+    file: header.file,
+    seed: header.seed,
+    bounds: header.bounds,
+    elapsedMs,
+    runs,
+    shards: count,
+  };
+  const incomplete = results.find((r) => r.verdict === "INCOMPLETE");
+  if (missing.length === 0 && !incomplete) return { ...base, verdict: "BOUNDED" };
+  return {
+    ...base,
+    verdict: "INCOMPLETE",
+    reason: missing.length > 0 ? "shards" : incomplete?.verdict === "INCOMPLETE" ? incomplete.reason : "runs",
+    missing,
+  };
+}

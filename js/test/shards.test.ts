@@ -1,0 +1,85 @@
+/**
+ * One check split into shards, as a CI matrix runs it: the shards together cover the schedules
+ * of the unsplit check, and their merged verdict is the unsplit verdict.
+ */
+
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { type CheckResult, check } from "../src/index.ts";
+import { mergeResults } from "../src/merge.ts";
+
+const root = new URL("../../", import.meta.url).pathname;
+const example = (file: string) => `${root}examples/service-binding/${file}`;
+
+async function shards(file: string, count: number): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  for (let index = 0; index < count; index++)
+    results.push(await check(example(file), { shard: { index, count } }));
+  return results;
+}
+
+describe("shards", () => {
+  it("cover, together, the schedules of the unsplit check, and merge to its BOUNDED", async () => {
+    const whole = await check(example("checkout.fixed.sim.ts"));
+    const parts = await shards("checkout.fixed.sim.ts", 3);
+    expect(whole.verdict).toBe("BOUNDED");
+    for (const [index, part] of parts.entries()) {
+      expect(part.verdict).toBe("BOUNDED");
+      expect(part.shard).toEqual({ index, count: 3 });
+    }
+    const merged = mergeResults(parts, ["1", "2", "3"]);
+    expect(merged.verdict).toBe("BOUNDED");
+    if (merged.verdict !== "BOUNDED" || whole.verdict !== "BOUNDED") return;
+    // Every shard also runs the top of the tree it shares with the others (src/shard.rs), so the
+    // shards' runs add up to at least the unsplit check's; that each leaf has exactly one owner
+    // is the engine's own test.
+    expect(merged.runs).toBeGreaterThanOrEqual(whole.runs);
+  });
+
+  it("merge to the unsplit VIOLATED, with the same invariant and message", async () => {
+    const whole = await check(example("checkout.sim.ts"));
+    const merged = mergeResults(await shards("checkout.sim.ts", 2), ["1", "2"]);
+    expect(merged.verdict).toBe("VIOLATED");
+    if (merged.verdict !== "VIOLATED" || whole.verdict !== "VIOLATED") return;
+    expect(merged.invariant).toBe(whole.invariant);
+    expect(merged.message).toBe(whole.message);
+  });
+
+  it("merge to INCOMPLETE when a shard is missing", async () => {
+    const parts = await shards("checkout.fixed.sim.ts", 3);
+    const merged = mergeResults([parts[0], parts[2]] as CheckResult[], ["1", "3"]);
+    expect(merged.verdict).toBe("INCOMPLETE");
+    if (merged.verdict === "INCOMPLETE") {
+      expect(merged.reason).toBe("shards");
+      expect(merged.missing).toEqual([1]);
+    }
+  });
+
+  it("work from the command line: --shard I/N with --json, then eutaxy merge", () => {
+    const dir = mkdtempSync(join(tmpdir(), "eutaxy-shards-"));
+    const cli = (args: string[]) =>
+      spawnSync(process.execPath, [`${root}js/bin/eutaxy.js`, ...args], {
+        cwd: `${root}examples/service-binding`,
+        encoding: "utf8",
+      });
+    const files = [1, 2].map((i) => {
+      const run = cli(["check", "./checkout.fixed.sim.ts", "--shard", `${i}/2`, "--json"]);
+      expect(run.status).toBe(0);
+      const file = join(dir, `shard-${i}.json`);
+      writeFileSync(file, run.stdout);
+      return file;
+    });
+    const merged = cli(["merge", ...files]);
+    expect(merged.status).toBe(0);
+    expect(merged.stdout.split("\n")[0]).toBe(
+      "BOUNDED  checkout-fixed  (seed checkout-fixed), 2 shards merged",
+    );
+    const partial = cli(["merge", files[0] as string]);
+    expect(partial.status).toBe(3);
+    expect(partial.stdout).toMatch(/shard 2\/2 missing/);
+    expect(cli(["check", "./checkout.fixed.sim.ts", "--shard", "3/2"]).status).toBe(2);
+  });
+});
