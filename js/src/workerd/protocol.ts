@@ -4,8 +4,7 @@
  * parts, so Node raises the same InputError or SimulationError with the same message.
  */
 
-import type { CheckResult, ResolvedBounds } from "../explore.ts";
-import type { Shard } from "../explore.ts";
+import type { CheckResult, ResolvedBounds, Shard } from "../explore.ts";
 import type { WorldData } from "./world-data.ts";
 
 export interface HostRequest {
