@@ -22,4 +22,9 @@ pnpm run --silent lint
 step "tsc (host, tests and examples)"
 pnpm run --silent typecheck
 step "vitest"
-pnpm run --silent test:js
+results=$(mktemp)
+pnpm run --silent test:js --reporter=default --reporter=json --outputFile.json="$results"
+# One closing line a reader (or CI) can count, after the runners' own summaries.
+node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  console.log(`vitest: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests} skipped`);' "$results"
+rm -f "$results"
