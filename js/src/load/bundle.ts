@@ -9,7 +9,7 @@ import { statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import vm from "node:vm";
-import { build, type Message } from "esbuild";
+import { type BuildOptions, build, type Message } from "esbuild";
 import { InputError } from "../errors.ts";
 
 export interface WorkerModule {
@@ -31,28 +31,35 @@ type ModuleFactory = (
 
 const nodeRequire = createRequire(import.meta.url);
 
+/**
+ * How a Worker entry is bundled, as wrangler does (the `workerd` conditions, browser fields),
+ * for both runtimes: a CommonJS factory body whose `cloudflare:*` and `node:*` imports are left
+ * to the runtime that instantiates it.
+ */
+export function workerBuildOptions(file: string) {
+  return {
+    entryPoints: [file],
+    // Error locations are then relative to the entry's folder; see `buildInputError`.
+    absWorkingDir: dirname(file),
+    bundle: true,
+    write: false,
+    format: "cjs",
+    platform: "neutral",
+    target: "es2022",
+    mainFields: ["browser", "module", "main"],
+    conditions: ["workerd", "worker", "browser"],
+    logLevel: "silent",
+    external: ["cloudflare:*", "node:*"],
+  } as const satisfies BuildOptions;
+}
+
 /** Bundles the Worker at `entry`; a file esbuild cannot build is an InputError naming it. */
 export async function bundleWorker(entry: string): Promise<WorkerModule> {
   const file = resolve(entry);
   if (!statSync(file, { throwIfNoEntry: false })?.isFile()) throw new InputError(entry, "no such file");
   let code: string;
   try {
-    const result = await build({
-      entryPoints: [file],
-      // Error locations are then relative to the entry's folder; see `buildInputError`.
-      absWorkingDir: dirname(file),
-      bundle: true,
-      write: false,
-      format: "cjs",
-      platform: "neutral",
-      target: "es2022",
-      mainFields: ["browser", "module", "main"],
-      conditions: ["workerd", "worker", "browser"],
-      sourcemap: "inline",
-      logLevel: "silent",
-      // The runtime's modules come from `instantiate`'s caller; Node's builtins from Node.
-      external: ["cloudflare:*", "node:*"],
-    });
+    const result = await build({ ...workerBuildOptions(file), sourcemap: "inline" });
     code = result.outputFiles[0]?.text ?? "";
   } catch (error) {
     throw buildInputError(error, entry);

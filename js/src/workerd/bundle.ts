@@ -10,7 +10,7 @@ import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, type Metafile, type Plugin } from "esbuild";
-import { buildInputError } from "../load/bundle.ts";
+import { buildInputError, workerBuildOptions } from "../load/bundle.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -84,20 +84,7 @@ export interface WorkerCode {
 /** Bundles a Worker as `load/bundle.ts` does, for a factory in the workerd script. */
 export async function bundleWorkerCode(entry: string): Promise<WorkerCode> {
   try {
-    const result = await build({
-      entryPoints: [entry],
-      absWorkingDir: dirname(entry),
-      bundle: true,
-      write: false,
-      metafile: true,
-      format: "cjs",
-      platform: "neutral",
-      target: "es2022",
-      mainFields: ["browser", "module", "main"],
-      conditions: ["workerd", "worker", "browser"],
-      logLevel: "silent",
-      external: ["cloudflare:*", "node:*"],
-    });
+    const result = await build({ ...workerBuildOptions(entry), metafile: true });
     return { code: result.outputFiles[0]?.text ?? "", nodeModules: nodeImports(result.metafile) };
   } catch (error) {
     throw buildInputError(error, entry);
