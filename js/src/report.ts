@@ -5,8 +5,8 @@
  */
 
 import type { CheckResult } from "./check.ts";
-import type { FaultReport } from "./engine.ts";
 import { shown } from "./errors.ts";
+import { faultName } from "./faults.ts";
 
 function seconds(ms: number): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
@@ -34,7 +34,7 @@ export function renderReport(result: CheckResult): string {
         ...(result.faults.length === 0
           ? ["  no faults: the events alone break it"]
           : result.faults.map(
-              (f) => `  ${faultName(f)} at ${f.invocation} effect #${f.effect} (${f.label})`,
+              (f) => `  ${faultName(f.kind, f.label)} at ${f.invocation} effect #${f.effect} (${f.label})`,
             )),
         "",
         `Replay: ${replayCommand(result, result.runSeed)}`,
@@ -64,19 +64,6 @@ export function renderReport(result: CheckResult): string {
         "The replayed run broke no invariant.",
       ].join("\n");
   }
-}
-
-/**
- * A fault as the report names it. A transient fault is the binding misbehaving as Cloudflare
- * documents, so it is named for what that binding does: a stale KV read, KV's 429 on a key
- * written within the second, a Durable Object reset, or a lost connection (D1, fetch).
- */
-function faultName(fault: FaultReport): string {
-  if (fault.kind !== "transient_error") return fault.kind;
-  if (fault.label.startsWith("KV:"))
-    return /\s(put|delete)$/.test(fault.label) ? "rate_limited" : "stale_read";
-  if (fault.label.startsWith("DO:")) return "reset";
-  return "network_error";
 }
 
 function describeBounds(result: CheckResult): string {

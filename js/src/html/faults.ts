@@ -4,14 +4,10 @@
  * the binding does, as Cloudflare documents it.
  */
 
+import { faultName } from "../faults.ts";
 import type { Decision } from "./trace.ts";
 
-export function faultName(decision: Decision, label: string): string {
-  if (decision !== "transient_error") return decision;
-  if (label.startsWith("KV:")) return /\s(put|delete)$/.test(label) ? "rate_limited" : "stale_read";
-  if (label.startsWith("DO:")) return "reset";
-  return "network_error";
-}
+export { faultName };
 
 /** One sentence: what happened at the effect and what the invocation saw. */
 export function faultMeaning(decision: Decision, invocation: string, label: string): string {

@@ -1,0 +1,13 @@
+/**
+ * What a fault is called in reports. A transient fault is the binding misbehaving as Cloudflare
+ * documents, so it is named for what that binding does: a stale KV read, KV's 429 on a key
+ * written within the second, a Durable Object reset, or a lost connection (D1, fetch). The JSON
+ * keeps the engine's kind, `transient_error`, with the label.
+ */
+
+export function faultName(kind: string, label: string): string {
+  if (kind !== "transient_error") return kind;
+  if (label.startsWith("KV:")) return /\s(put|delete)$/.test(label) ? "rate_limited" : "stale_read";
+  if (label.startsWith("DO:")) return "reset";
+  return "network_error";
+}
