@@ -6,7 +6,7 @@
  */
 
 import { readFileSync } from "node:fs";
-import { createEngine } from "./engine.ts";
+import { createEngine, type EngineStrategy } from "./engine.ts";
 import { InputError, shown } from "./errors.ts";
 import { type CheckResult, explore, type ResolvedBounds, type Shard } from "./explore.ts";
 import { loadScenario } from "./load/scenario.ts";
@@ -17,6 +17,7 @@ export type { CheckResult, ResolvedBounds } from "./explore.ts";
 
 export type Runtime = "node" | "workerd";
 export const RUNTIMES: readonly Runtime[] = ["node", "workerd"];
+export const STRATEGIES: readonly EngineStrategy[] = ["exhaustive", "random", "pct", "auto"];
 
 export interface CheckOptions {
   /** Overrides the scenario's seed. */
@@ -29,6 +30,17 @@ export interface CheckOptions {
   readonly shard?: Shard;
   /** Where the Worker code runs: Node (default) or workerd, through Miniflare. */
   readonly runtime?: Runtime;
+  /**
+   * How the tree of schedules is explored (default `auto`): `exhaustive` (depth first with
+   * partial-order reduction), `random` (seeded random walks), `pct` (Probabilistic Concurrency
+   * Testing), `auto` (exhaustive, switching to PCT when the tree is clearly larger than the budget
+   * covers). Sampling never answers BOUNDED.
+   */
+  readonly strategy?: EngineStrategy;
+  /** PCT's bug depth d (default 3): d - 1 priority change points per run. */
+  readonly pctDepth?: number;
+  /** Partial-order reduction in exhaustive search (default true); off only to compare. */
+  readonly partialOrderReduction?: boolean;
   /**
    * Called after every run with how far the check has come, for a progress display. It runs
    * between runs, outside the simulation, and must not throw. Not called with workerd.
@@ -55,11 +67,13 @@ export async function check(scenarioPath: string, options: CheckOptions = {}): P
     ...scenario.bounds,
     ...(options.budgetMs === undefined ? {} : { budgetMs: options.budgetMs }),
   };
-  if (bounds.maxConcurrentInvocations !== 1) {
-    throw new InputError(
-      shown(loaded.file),
-      `bounds.maxConcurrentInvocations is ${bounds.maxConcurrentInvocations}, but this version of eutaxy explores one invocation at a time: use 1`,
-    );
+  const strategy = options.strategy ?? "auto";
+  if (!STRATEGIES.includes(strategy)) {
+    throw new InputError(undefined, `--strategy ${strategy}: the strategies are ${STRATEGIES.join(", ")}`);
+  }
+  const pctDepth = options.pctDepth ?? 3;
+  if (!Number.isInteger(pctDepth) || pctDepth < 1 || pctDepth > 16) {
+    throw new InputError(undefined, `--pct-depth must be a whole number from 1 to 16, not ${pctDepth}`);
   }
   const world = await buildWorld(loaded);
   const exploration = {
@@ -68,6 +82,7 @@ export async function check(scenarioPath: string, options: CheckOptions = {}): P
     bounds,
     replay: options.replay,
     shard: options.shard,
+    search: { strategy, pctDepth, partialOrderReduction: options.partialOrderReduction ?? true },
     schemas: readSchemas(world),
   };
   if (runtime === "workerd") {

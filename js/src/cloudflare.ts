@@ -18,7 +18,11 @@ export interface Bounds {
   readonly maxFaultsPerRun?: number;
   /** Redeliveries of one event at most, whatever the client's retries. Default 3. */
   readonly maxRedeliveries?: number;
-  /** Invocations live at once. Default 1 (the only value this version explores). */
+  /**
+   * Driver events (requests, messages, ticks) and pieces of platform work whose invocations may
+   * be live at once, 1 to 64. Default 1: each runs to its end before the next starts. Above 1,
+   * the invocations interleave at every binding call and every interleaving is explored.
+   */
   readonly maxConcurrentInvocations?: number;
   /** Wall-clock budget for exploring, in milliseconds. Default 10000. */
   readonly budgetMs?: number;

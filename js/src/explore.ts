@@ -7,7 +7,14 @@
 
 import type { Bounds, Driver, Invariant } from "./cloudflare.ts";
 import { eventsOf } from "./drivers/index.ts";
-import type { Engine, EngineConfig, FaultReport, InvariantSpec } from "./engine.ts";
+import type {
+  Engine,
+  EngineConfig,
+  EngineStrategy,
+  FaultReport,
+  InvariantSpec,
+  StrategyName,
+} from "./engine.ts";
 import { InputError, shown } from "./errors.ts";
 import { finalState, hostViolation } from "./sim/final-state.ts";
 import { activate, real } from "./sim/globals.ts";
@@ -37,7 +44,17 @@ interface CheckHeader {
 export type CheckResult = CheckHeader &
   (
     | { readonly verdict: "BOUNDED"; readonly runs: number }
-    | { readonly verdict: "INCOMPLETE"; readonly runs: number; readonly reason: "budget" | "runs" }
+    | {
+        readonly verdict: "INCOMPLETE";
+        readonly runs: number;
+        readonly reason: "budget" | "runs";
+        /** The strategy the check ended with: `exhaustive`, or a sampling one. */
+        readonly strategy: StrategyName;
+        /** Runs with different schedules (sampling may repeat one; exhaustive never does). */
+        readonly distinctSchedules: number;
+        /** With strategy `auto`: the exhaustive runs made before it switched to sampling. */
+        readonly switchedAfterRuns?: number;
+      }
     | {
         readonly verdict: "VIOLATED";
         readonly runs: number;
@@ -61,10 +78,19 @@ export interface Exploration {
   readonly replay?: string | undefined;
   /** Explore one shard of the tree of schedules (`--shard`). */
   readonly shard?: Shard | undefined;
+  /** How the tree of schedules is searched. */
+  readonly search: Search;
   /** The SQL of every `d1Schema` file, by the file's absolute path. */
   readonly schemas: ReadonlyMap<string, string>;
   /** Creates the engine in the runtime the exploration runs in. */
   readonly createEngine: (config: EngineConfig) => Engine;
+}
+
+/** How the engine searches the tree of schedules (see `CheckOptions`). */
+export interface Search {
+  readonly strategy: EngineStrategy;
+  readonly pctDepth: number;
+  readonly partialOrderReduction: boolean;
 }
 
 /** Shard `index` (from 0) of `count`: the part of the tree of schedules one check explores. */
@@ -92,6 +118,10 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
     shrinkRunsMax: SHRINK_RUNS_MAX,
     replay: exploration.replay,
     shard: exploration.shard,
+    maxConcurrentInvocations: bounds.maxConcurrentInvocations,
+    strategy: exploration.search.strategy,
+    pctDepth: exploration.search.pctDepth,
+    partialOrderReduction: exploration.search.partialOrderReduction,
     invariants: engineInvariants(scenario.invariants),
   });
   try {
@@ -102,7 +132,7 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
     for (;;) {
       const plan = engine.nextRun(real.monotonicMs() - started);
       if (!plan) break;
-      const run = new Run(engine, world, events);
+      const run = new Run(engine, world, events, bounds.maxConcurrentInvocations);
       await run.execute(plan);
       engine.endRun(hostViolation(scenario.invariants, finalState(engine, world, run.responses)));
     }
@@ -124,6 +154,11 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
           runs: verdict.runs,
           // A single check's engine never merges shards, so its reason is its own budget or limit.
           reason: verdict.reason === "runs" ? "runs" : "budget",
+          strategy: verdict.strategy ?? "exhaustive",
+          distinctSchedules: verdict.distinctSchedules ?? verdict.runs,
+          ...(verdict.switchedAfterRuns === undefined
+            ? {}
+            : { switchedAfterRuns: verdict.switchedAfterRuns }),
           ...shardOf(verdict),
         };
       case "held":

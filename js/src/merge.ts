@@ -13,7 +13,10 @@ export type ShardedResult = CheckResult;
 export type MergedResult =
   | Extract<ShardedResult, { verdict: "VIOLATED" }>
   | (Omit<Extract<ShardedResult, { verdict: "BOUNDED" }>, "shard"> & { readonly shards: number })
-  | (Omit<Extract<ShardedResult, { verdict: "INCOMPLETE" }>, "shard" | "reason"> & {
+  | (Omit<
+      Extract<ShardedResult, { verdict: "INCOMPLETE" }>,
+      "shard" | "reason" | "strategy" | "distinctSchedules" | "switchedAfterRuns"
+    > & {
       readonly reason: "budget" | "runs" | "shards";
       readonly shards: number;
       readonly missing: readonly number[];

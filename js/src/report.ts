@@ -7,6 +7,10 @@
 import type { CheckResult } from "./check.ts";
 import { shown } from "./errors.ts";
 import { faultName } from "./faults.ts";
+import { parseStep } from "./trace.ts";
+
+/** The interleaving a report lists at most; `--trace` shows a run whole. */
+const INTERLEAVING_LINES_MAX = 24;
 
 function seconds(ms: number): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
@@ -36,6 +40,7 @@ export function renderReport(result: CheckResult): string {
           : result.faults.map(
               (f) => `  ${faultName(f.kind, f.label)} at ${f.invocation} effect #${f.effect} (${f.label})`,
             )),
+        ...interleaving(result),
         "",
         `Replay: ${replayCommand(result, result.runSeed)}`,
         `Found after ${plural(result.runs, "schedule")} in ${seconds(result.elapsedMs)}; shrunk in ${plural(result.shrinkRuns, "run")}.`,
@@ -54,6 +59,7 @@ export function renderReport(result: CheckResult): string {
         result.reason === "budget"
           ? `The budget of ${result.bounds.budgetMs} ms ran out after ${plural(result.runs, "schedule")}, before every schedule within the bounds had run.`
           : `The limit on runs was reached after ${plural(result.runs, "schedule")}, before every schedule within the bounds had run.`,
+        ...(result.strategy === "exhaustive" ? [] : [sampled(result)]),
         "No invariant broke in the schedules that ran, but this is not a proof: raise bounds.budgetMs or tighten the bounds.",
         `Bounds: ${describeBounds(result)}.`,
       ].join("\n");
@@ -64,6 +70,42 @@ export function renderReport(result: CheckResult): string {
         "The replayed run broke no invariant.",
       ].join("\n");
   }
+}
+
+/**
+ * When invocations may interleave, the order the counterexample's steps ran in (deliveries and
+ * effects), which is what makes most concurrency bugs: `req-2#1 effect #0` between two effects
+ * of `req-1#1`.
+ */
+function interleaving(result: Extract<CheckResult, { verdict: "VIOLATED" }>): string[] {
+  if (result.bounds.maxConcurrentInvocations < 2) return [];
+  const steps = result.trace.flatMap((line) => {
+    const step = parseStep(line);
+    if (step.kind === "deliver") return [`deliver ${step.invocation}`];
+    if (step.kind === "effect") {
+      const fault = step.decision === "proceed" ? "" : `: ${step.decision}`;
+      return [`${step.invocation} effect #${step.effect} (${step.label})${fault}`];
+    }
+    return [];
+  });
+  const shown = steps.slice(0, INTERLEAVING_LINES_MAX).map((step) => `  ${step}`);
+  const more = steps.length - shown.length;
+  return [
+    "",
+    "Steps in the order they ran:",
+    ...shown,
+    ...(more > 0 ? [`  … ${plural(more, "more step")} (--trace shows the whole run)`] : []),
+  ];
+}
+
+/** How a sampling check covered the space, for an INCOMPLETE report. */
+function sampled(result: Extract<CheckResult, { verdict: "INCOMPLETE" }>): string {
+  const name = result.strategy === "pct" ? "PCT (probabilistic concurrency testing)" : "random walks";
+  const switched =
+    result.switchedAfterRuns === undefined
+      ? ""
+      : `, after ${plural(result.switchedAfterRuns, "exhaustive run")} showed the tree is larger than the budget covers`;
+  return `Sampled by ${name}${switched}: ${plural(result.distinctSchedules, "distinct schedule")}.`;
 }
 
 function describeBounds(result: CheckResult): string {

@@ -119,6 +119,8 @@ function depthOf(invocation: string): number {
 }
 
 const INDENT = "  ";
+/** The engine's line for a scheduling point with more than one pending step. */
+const SCHEDULED = "schedule: ";
 
 /**
  * The trace as an indented listing, one step per line (a D1 statement takes two or three).
@@ -129,7 +131,11 @@ const INDENT = "  ";
  * being read by the invariants (and the platform), and get a heading of their own.
  */
 export function renderTrace(trace: readonly string[]): string {
-  const steps = trace.map(parseStep);
+  // In a run whose invocations interleaved, each step names its invocation; the engine's lines
+  // about which pending step it chose are then redundant.
+  const interleaved = trace.some((l) => l.startsWith(SCHEDULED));
+  const steps = trace.filter((l) => !l.startsWith(SCHEDULED)).map(parseStep);
+  const who = (invocation: string): string => (interleaved ? `${invocation} ` : "");
   // Where the run's last step is: the D1 statements after it read the final state.
   let last = steps.length - 1;
   while (last >= 0 && steps[last]?.kind === "d1") last--;
@@ -183,7 +189,10 @@ export function renderTrace(trace: readonly string[]): string {
         break;
       case "effect": {
         const fault = step.decision === "proceed" ? "" : " (fault)";
-        at(enter(step.invocation), `effect #${step.effect} ${step.label}: ${step.decision}${fault}`);
+        at(
+          enter(step.invocation),
+          `${who(step.invocation)}effect #${step.effect} ${step.label}: ${step.decision}${fault}`,
+        );
         break;
       }
       case "d1":
@@ -192,7 +201,10 @@ export function renderTrace(trace: readonly string[]): string {
         line(depthNow + 2, `-> ${step.outcome}`);
         break;
       case "outcome":
-        at(enter(step.invocation), step.detail ? `${step.what} ${step.detail}` : step.what);
+        at(
+          enter(step.invocation),
+          `${who(step.invocation)}${step.detail ? `${step.what} ${step.detail}` : step.what}`,
+        );
         break;
       case "other":
         if (step.invocation !== undefined) at(enter(step.invocation), step.text);

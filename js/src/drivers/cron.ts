@@ -5,13 +5,14 @@
 
 import type { CronDriver } from "../cloudflare.ts";
 import { callHandler } from "../sim/handlers.ts";
-import type { SimEvent } from "./event.ts";
+import { DELIVERY_ORDER, type SimEvent } from "./event.ts";
 
 export function cronEvents(driver: CronDriver, first: number): SimEvent[] {
   return Array.from({ length: driver.times }, (_, i) => {
     const id = `cron-${first + i}`;
     return {
       id,
+      footprint: DELIVERY_ORDER,
       async deliver(run) {
         const main = run.world.main;
         const scheduledTime = run.nowMs();

@@ -7,12 +7,16 @@
 import type { HttpDriver, HttpRequestSpec } from "../cloudflare.ts";
 import type { RunContext } from "../sim/context.ts";
 import { callHandler } from "../sim/handlers.ts";
-import type { SimEvent } from "./event.ts";
+import { DELIVERY_ORDER, type SimEvent } from "./event.ts";
 
 export function httpEvents(driver: HttpDriver, first: number): SimEvent[] {
   return driver.requests.map((spec, i) => {
     const id = `req-${first + i}`;
-    return { id, deliver: (run, index) => deliverRequest(run, index, id, spec, driver.retries) };
+    return {
+      id,
+      footprint: DELIVERY_ORDER,
+      deliver: (run, index) => deliverRequest(run, index, id, spec, driver.retries),
+    };
   });
 }
 

@@ -411,6 +411,9 @@ function readInvariants(scenario: Fields): Invariant[] {
   });
 }
 
+/** The engine explores at most this many invocations live at once. */
+const CONCURRENT_INVOCATIONS_MAX = 64;
+
 const BOUNDS = ["maxFaultsPerRun", "maxRedeliveries", "maxConcurrentInvocations", "budgetMs"] as const;
 
 function readBounds(bounds: Fields): Bounds {
@@ -418,7 +421,12 @@ function readBounds(bounds: Fields): Bounds {
   const read: Partial<Record<(typeof BOUNDS)[number], number>> = {};
   for (const key of BOUNDS) {
     // A budget of nothing would end every check before its first run.
-    if (bounds.fields[key] !== undefined) read[key] = bounds.integer(key, key === "budgetMs" ? 1 : 0);
+    if (bounds.fields[key] !== undefined) {
+      read[key] = bounds.integer(key, key === "budgetMs" || key === "maxConcurrentInvocations" ? 1 : 0);
+    }
+  }
+  if ((read.maxConcurrentInvocations ?? 1) > CONCURRENT_INVOCATIONS_MAX) {
+    invalid(`bounds.maxConcurrentInvocations must be at most ${CONCURRENT_INVOCATIONS_MAX}`);
   }
   return read;
 }

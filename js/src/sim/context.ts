@@ -17,6 +17,8 @@ export interface InvocationCall {
   readonly body: (ctx: ExecutionContextLike, env: Env, invocation: Invocation) => unknown;
   /** `ctx.props`, from the caller's binding. */
   readonly props?: Readonly<Record<string, unknown>>;
+  /** The shared state the invocation runs inside of (`DO:<object>`), see `Invocation.resource`. */
+  readonly resource?: string;
 }
 
 /** How a top-level invocation ended. */
@@ -29,6 +31,11 @@ export type Outcome =
 export interface PlatformWork {
   /** Names the invocation: `batch` gives `batch-1#1`, `batch-2#1`, … in the run. */
   readonly kind: string;
+  /**
+   * The invocation the work starts, when it is not `<kind>-<n>#1` (a queue batch's retry is
+   * `batch-1#2`): interleaved runs name the step that starts the work after it.
+   */
+  readonly invocation?: string;
   run(context: RunContext, id: string): Promise<void>;
 }
 

@@ -51,6 +51,7 @@ function fakeEngine(...answers: (D1RawResult | D1RawResult[] | Error)[]) {
       next();
       return { count: 1 };
     },
+    d1Footprint: () => [],
   };
   return { engine, calls };
 }

@@ -27,11 +27,11 @@ import type {
   D1Result,
   D1SessionBookmark,
 } from "@cloudflare/workers-types/index.ts";
-import type { D1RawResult, D1StatementSpec, Engine } from "../engine.ts";
+import type { D1RawResult, D1StatementSpec, Engine, FootprintEntry } from "../engine.ts";
 import { SimulationError } from "../errors.ts";
 import type { EffectScope } from "./effect-scope.ts";
 
-export type D1Engine = Pick<Engine, "d1Run" | "d1Batch" | "d1Exec">;
+export type D1Engine = Pick<Engine, "d1Run" | "d1Batch" | "d1Exec" | "d1Footprint">;
 
 type D1Method = "first" | "all" | "run" | "raw" | "batch" | "exec";
 
@@ -51,6 +51,9 @@ const TRANSIENT = {
     throw d1Error("Network connection lost.");
   },
 } as const;
+
+/** What `d1Footprint` answered, per engine (one per check), database and statement. */
+const footprints = new WeakMap<D1Engine, Map<string, FootprintEntry[]>>();
 
 /** The session constraint a session starts from when given nothing (docs: "the default"). */
 const FIRST_UNCONSTRAINED = "first-unconstrained";
@@ -86,7 +89,7 @@ class Connection {
         this.answered++;
         return result;
       },
-      TRANSIENT,
+      { ...TRANSIENT, footprint: () => this.footprint([spec.sql]) },
     );
   }
 
@@ -101,7 +104,7 @@ class Connection {
         this.answered++;
         return results;
       },
-      TRANSIENT,
+      { ...TRANSIENT, footprint: () => this.footprint(specs.map((spec) => spec.sql)) },
     );
   }
 
@@ -134,8 +137,36 @@ class Connection {
         this.answered++;
         return { count: statements.length, duration: 0 };
       },
-      TRANSIENT,
+      { ...TRANSIENT, footprint: () => this.footprint(lines.filter((line) => !isBlank(line))) },
     );
+  }
+
+  /**
+   * The tables the statements read and write, from the engine (remembered per statement for the
+   * check); unknown (empty) if any of them is, and for no statements at all.
+   */
+  private footprint(statements: readonly string[]): FootprintEntry[] {
+    let known = footprints.get(this.engine);
+    if (!known) {
+      known = new Map();
+      footprints.set(this.engine, known);
+    }
+    const entries: FootprintEntry[] = [];
+    for (const sql of statements) {
+      const key = `${this.db}\u0000${sql}`;
+      let footprint = known.get(key);
+      if (!footprint) {
+        try {
+          footprint = this.engine.d1Footprint(this.db, sql);
+        } catch {
+          footprint = [];
+        }
+        known.set(key, footprint);
+      }
+      if (footprint.length === 0) return [];
+      entries.push(...footprint);
+    }
+    return entries;
   }
 
   /**

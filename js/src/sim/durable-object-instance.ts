@@ -42,6 +42,11 @@ export interface ObjectSlot {
   runningAlarm: number | undefined;
 }
 
+/** The object's state (memory and storage) as a footprint resource: `DO:<store>`. */
+export function objectResource(slot: ObjectSlot): string {
+  return `DO:${slot.namespace.storePrefix}${slot.id.toString()}`;
+}
+
 /** The object of `id` in this run, its store opened lazily by the storage calls. */
 export function slotOf(
   run: RunContext,
@@ -266,6 +271,7 @@ async function deliverAlarm(
     const info = { retryCount: attempt - 1, isRetry: attempt > 1, scheduledTime: alarm.time };
     const outcome = await run.deliver(`${work}#${attempt}`, {
       worker: slot.namespace.worker,
+      resource: objectResource(slot),
       body: (_ctx, _env, invocation) =>
         serveCall(run, slot, invocation, (instance) => {
           const handler = instance.alarm;

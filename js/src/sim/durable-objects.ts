@@ -38,9 +38,9 @@ import {
   otherNamespace,
   SimDurableObjectId,
 } from "./durable-object-id.ts";
-import { type Instance, reset, serveCall, slotOf } from "./durable-object-instance.ts";
+import { type Instance, objectResource, reset, serveCall, slotOf } from "./durable-object-instance.ts";
 import { adoptDates } from "./durable-object-values.ts";
-import type { EffectScope } from "./effect-scope.ts";
+import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
 import { Invocation } from "./invocation.ts";
 import { notImplemented } from "./service.ts";
 import { DurableObject } from "./workers-module.ts";
@@ -137,6 +137,7 @@ function createStub(
         const slot = slotOf(run, namespace, id);
         return run.host(hosting(), effect, {
           worker: namespace.worker,
+          resource: objectResource(slot),
           body: (_ctx, _env, invocation) => serveCall(run, slot, invocation, serve),
         }) as Promise<T>;
       },
@@ -145,6 +146,11 @@ function createStub(
           reset(run, slotOf(run, namespace, id), `a transient fault at the call ${method}`);
           throw new Error(RESET_MESSAGE);
         },
+        // The call constructs the object or runs its code, which may also set its alarm.
+        footprint: () => [
+          { resource: objectResource(slotOf(run, namespace, id)), write: true },
+          { resource: PLATFORM_WORK, write: true },
+        ],
       },
     );
 

@@ -13,6 +13,15 @@ export interface EffectScope {
   effect<T>(label: string, perform: (effect: number) => T | Promise<T>, options?: EffectOptions): Promise<T>;
 }
 
+import type { FootprintEntry } from "../engine.ts";
+
+/**
+ * The resource of the platform's queue of its own work (queue batches, alarms): the order in
+ * which steps queue work is the order the work is offered in, so steps that may queue work
+ * write it.
+ */
+export const PLATFORM_WORK = "platform-work";
+
 export interface EffectOptions {
   /**
    * What the call does instead when it misbehaves as Cloudflare documents it may: D1 rejects
@@ -21,4 +30,12 @@ export interface EffectOptions {
    * run and the call settles with what this returns or throws; the invocation lives on.
    */
   readonly transient?: (effect: number) => unknown;
+  /**
+   * The shared state the call reads and writes (`D1:<db>:<table>`, `KV:<store>`, `DO:<object>`…),
+   * for partial-order reduction when invocations interleave: calls of different invocations
+   * whose footprints do not conflict are not permuted. Absent means unknown, which conflicts
+   * with every other step. Asked only when invocations interleave, with the effect's index and
+   * the id of the invocation that makes it.
+   */
+  readonly footprint?: (effect: number, invocation: string) => readonly FootprintEntry[] | undefined;
 }

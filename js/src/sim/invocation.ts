@@ -5,6 +5,7 @@
  * loop executes it.
  */
 
+import type { FootprintEntry } from "../engine.ts";
 import { SimulationError } from "../errors.ts";
 import type { EffectOptions, EffectScope } from "./effect-scope.ts";
 
@@ -18,6 +19,9 @@ export interface ParkedEffect {
   readonly label: string;
   readonly perform: (effect: number) => unknown;
   readonly transient: ((effect: number) => unknown) | undefined;
+  readonly footprint:
+    | ((effect: number, invocation: string) => readonly FootprintEntry[] | undefined)
+    | undefined;
   readonly resolve: (value: unknown) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -35,6 +39,11 @@ export class Invocation implements EffectScope {
   pending = 0;
   /** `ctx.waitUntil` promises not yet settled. */
   waitingUntil = 0;
+  /**
+   * The shared state the invocation's own code runs inside of, `DO:<object>` for a Durable
+   * Object's: every step of it or of its callees may touch that state as it resumes.
+   */
+  resource: string | undefined = undefined;
   /** Callees this invocation hosts that are still live; they die with it. */
   readonly callees = new Set<Invocation>();
   private effects = 0;
@@ -81,6 +90,7 @@ export class Invocation implements EffectScope {
         label,
         perform,
         transient: options.transient,
+        footprint: options.footprint,
         resolve: resolve as (value: unknown) => void,
         reject,
       });

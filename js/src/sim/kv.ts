@@ -30,7 +30,7 @@
  * `KV PUT failed: 429 Too Many Requests` where the key was written less than a second before.
  */
 
-import type { Engine } from "../engine.ts";
+import type { Engine, FootprintEntry } from "../engine.ts";
 import type { RunContext } from "./context.ts";
 import type { EffectOptions, EffectScope } from "./effect-scope.ts";
 import type { BindingSpec } from "./world.ts";
@@ -262,11 +262,10 @@ class SimKvNamespace {
       return { keys, list_complete: false, cursor: cursorOf(last.name), cacheStatus: null };
     };
     const stale = [...this.recent.keys()].some((key) => key.startsWith(prefix) && this.staleable(key));
-    return this.scope.effect(
-      this.label("list"),
-      () => answer(false),
-      transient(stale, () => answer(true)),
-    );
+    return this.scope.effect(this.label("list"), () => answer(false), {
+      ...transient(stale, () => answer(true)),
+      footprint: () => this.footprint(false),
+    });
   }
 
   /** One key, fresh or (as a transient fault) stale: `{ value, metadata, cacheStatus }`. */
@@ -290,11 +289,10 @@ class SimKvNamespace {
         cacheStatus: null,
       };
     };
-    return this.scope.effect(
-      this.label(method),
-      () => answer(false),
-      transient(this.staleable(name), () => answer(true)),
-    );
+    return this.scope.effect(this.label(method), () => answer(false), {
+      ...transient(this.staleable(name), () => answer(true)),
+      footprint: () => this.footprint(false),
+    });
   }
 
   /** A bulk read: one request for up to 100 keys, answered as a Map in the order asked. */
@@ -347,11 +345,10 @@ class SimKvNamespace {
       return result;
     };
     const stale = names.some((name) => this.staleable(name));
-    return this.scope.effect(
-      this.label(method),
-      () => answer(false),
-      transient(stale, () => answer(true)),
-    );
+    return this.scope.effect(this.label(method), () => answer(false), {
+      ...transient(stale, () => answer(true)),
+      footprint: () => this.footprint(false),
+    });
   }
 
   /**
@@ -368,10 +365,18 @@ class SimKvNamespace {
       () => {
         if (perform()) this.recent.set(name, { atMs: this.run.nowMs(), by: this.location });
       },
-      transient(limited, () => {
-        throw failed(http, 429, "Too Many Requests");
-      }),
+      {
+        ...transient(limited, () => {
+          throw failed(http, 429, "Too Many Requests");
+        }),
+        footprint: () => this.footprint(true),
+      },
     );
+  }
+
+  /** Every call reads or writes the namespace as a whole (a list reads every key). */
+  private footprint(write: boolean): FootprintEntry[] {
+    return [{ resource: `KV:${this.store}`, write }];
   }
 
   /** A row's entry as this read sees it, or undefined when the key reads as absent. */

@@ -16,6 +16,7 @@
  */
 
 import type { OutboundHandlers } from "../cloudflare.ts";
+import type { FootprintEntry } from "../engine.ts";
 import { InputError } from "../errors.ts";
 import type { RunContext } from "./context.ts";
 
@@ -27,6 +28,8 @@ const GLOBAL_SCOPE =
 
 /** Redirects one fetch follows at most, as the Fetch standard says. */
 const REDIRECTS_MAX = 20;
+
+const OUTBOUND: readonly FootprintEntry[] = [{ resource: "outbound", write: true }];
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
@@ -64,7 +67,8 @@ export function outboundFetch(run: RunContext, input: unknown, init: unknown): P
   return invocation.effect(
     `fetch ${request.method} ${url.origin}${url.pathname}`,
     () => answer(run, invocation.id, request, match),
-    { transient: () => Promise.reject(connectionLost()) },
+    // The scenario's outbound handlers are its functions, which may keep state between calls.
+    { transient: () => Promise.reject(connectionLost()), footprint: () => OUTBOUND },
   );
 }
 

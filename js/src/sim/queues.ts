@@ -42,11 +42,11 @@
  */
 
 import { deserialize as v8Deserialize, serialize as v8Serialize } from "node:v8";
-import type { D1StatementSpec, Engine } from "../engine.ts";
+import type { D1StatementSpec, Engine, FootprintEntry } from "../engine.ts";
 import { InputError } from "../errors.ts";
 import type { WorkerConfig } from "../load/wrangler.ts";
 import type { RunContext } from "./context.ts";
-import type { EffectScope } from "./effect-scope.ts";
+import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
 import { callHandler } from "./handlers.ts";
 import type { Invocation } from "./invocation.ts";
 import type { ExecutionContextLike } from "./workers-module.ts";
@@ -135,12 +135,16 @@ export function createQueueProducer(
   const defaultDelay = owner?.config?.queueProducers.find((p) => p.binding === spec.name)?.deliveryDelay;
 
   const enqueueAs = (method: "send" | "sendBatch", outgoing: readonly Outgoing[], batchDelay?: number) =>
-    scope.effect(`Queue:${binding} ${method}`, () => {
-      const failure = brokerCheck(method, outgoing, batchDelay);
-      if (failure) throw brokerError(method, failure, compat);
-      enqueue(run, queue, outgoing, batchDelay ?? defaultDelay);
-      return { metadata: { metrics: backlog(run.engine, queue.store) } };
-    });
+    scope.effect(
+      `Queue:${binding} ${method}`,
+      () => {
+        const failure = brokerCheck(method, outgoing, batchDelay);
+        if (failure) throw brokerError(method, failure, compat);
+        enqueue(run, queue, outgoing, batchDelay ?? defaultDelay);
+        return { metadata: { metrics: backlog(run.engine, queue.store) } };
+      },
+      { footprint: () => changesQueue(queue) },
+    );
 
   return {
     send(body: unknown, options?: { contentType?: string; delaySeconds?: number }): Promise<unknown> {
@@ -165,7 +169,9 @@ export function createQueueProducer(
       return enqueueAs("sendBatch", outgoing, options?.delaySeconds);
     },
     metrics(): Promise<unknown> {
-      return scope.effect(`Queue:${binding} metrics`, () => backlog(run.engine, queue.store));
+      return scope.effect(`Queue:${binding} metrics`, () => backlog(run.engine, queue.store), {
+        footprint: () => [{ resource: `Queue:${queue.store}`, write: false }],
+      });
     },
   };
 }
@@ -470,6 +476,7 @@ async function deliverLeased(
       // The run names platform work by its kind; a redelivery keeps the batch's own name
       // (`batch-1#2`), so the name the run offers here is not used.
       kind: "redelivery",
+      invocation: `${name}#${delivery + 1}`,
       run: (context) => deliverLeased(context, queue, name, delivery + 1),
     });
   }
@@ -484,10 +491,25 @@ function ackEffect(
   messages: readonly StoredMessage[],
   result: BatchResult,
 ): Promise<void> {
-  return invocation.effect(`Queue:${queue.name} ack`, () => {
-    result.reported = true;
-    settle(run, queue, id, messages, result, true);
-  });
+  return invocation.effect(
+    `Queue:${queue.name} ack`,
+    () => {
+      result.reported = true;
+      settle(run, queue, id, messages, result, true);
+    },
+    { footprint: () => changesQueue(queue) },
+  );
+}
+
+/**
+ * A call that changes a queue's messages may also queue platform work (a batch delivery), and
+ * the order of that work is shared by all the run's queues and objects.
+ */
+function changesQueue(queue: SimQueue): FootprintEntry[] {
+  return [
+    { resource: `Queue:${queue.store}`, write: true },
+    { resource: PLATFORM_WORK, write: true },
+  ];
 }
 
 /**

@@ -1,20 +1,30 @@
 /**
- * One run: the driver's events delivered to the Worker under check, one invocation at a time,
- * with every binding call an effect the engine decides on. The loop is
+ * One run: the driver's events delivered to the Worker under check, with every binding call an
+ * effect the engine decides on.
+ *
+ * With `maxConcurrentInvocations` 1, one event at a time:
  *
  *   quiesce → take the oldest parked effect → engine.decide → perform → settle → quiesce …
+ *
+ * and after each event the platform's own work (queue batches, alarms) runs, in the order it
+ * was queued, until none is left.
+ *
+ * With more, events and platform work interleave at every effect:
+ *
+ *   quiesce → list the pending steps (every parked effect; the next event and the next piece of
+ *   platform work while fewer tasks are live than allowed) → engine.choose → for an effect,
+ *   engine.decide → perform → settle; for a delivery, start it → quiesce …
  *
  * Quiescence means every live invocation is parked at an effect (or hosts a callee) or has
  * finished; a macrotask turn drains the microtasks that Worker code runs on, so after a turn
  * an invocation that is neither parked nor finished is waiting on something outside the
- * simulation, which is an error naming it rather than a hang.
- *
- * After each event, the platform's own work (queue batches, alarms) runs, in the order it was
- * queued, until none is left.
+ * simulation, which is an error naming it rather than a hang. When invocations interleave, one
+ * may also wait on another (a promise a module shares, a `blockConcurrencyWhile`): it is stuck
+ * only when no step is left that could wake it.
  */
 
 import type { SimEvent } from "../drivers/event.ts";
-import { Decision, type Engine, type RunPlan } from "../engine.ts";
+import { Decision, type Engine, type FootprintEntry, type RunPlan, type StepOption } from "../engine.ts";
 import { InputError, SimulationError } from "../errors.ts";
 import type {
   ClientResponse,
@@ -24,7 +34,7 @@ import type {
   PlatformWork,
   RunContext,
 } from "./context.ts";
-import type { EffectScope } from "./effect-scope.ts";
+import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
 import { buildEnv } from "./env.ts";
 import { activate, type DeterminismSource, real } from "./globals.ts";
 import { type EffectSink, Invocation, type ParkedEffect } from "./invocation.ts";
@@ -39,6 +49,12 @@ const QUIESCENCE_TURNS_MAX = 64;
 const INVOCATIONS_PER_RUN_MAX = 10_000;
 /** Pieces of platform work (queue batches, alarms) one run may do. */
 const PLATFORM_WORK_PER_RUN_MAX = 1_000;
+
+/** A pending step of an interleaved run: what the engine is offered, and how to take it. */
+interface Step {
+  readonly option: StepOption;
+  take(): void;
+}
 
 export class Run implements RunContext, EffectSink, DeterminismSource {
   readonly responses: ClientResponse[] = [];
@@ -60,11 +76,17 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private clockMs: number;
   /** A failure of the simulation itself, raised where Worker code could have caught it. */
   private failure: Error | undefined;
+  /** Interleaved runs: events and platform work started and not over (resends included). */
+  private tasks = 0;
+  /** Interleaved runs: what `deliver` waits on, by top-level invocation, until it ends. */
+  private readonly ending = new Map<Invocation, () => void>();
 
   constructor(
     readonly engine: Engine,
     readonly world: World,
     private readonly events: readonly SimEvent[],
+    /** `maxConcurrentInvocations`: tasks (events, platform work) live at once. */
+    private readonly concurrency = 1,
   ) {
     this.clockMs = engine.nowMs();
   }
@@ -121,6 +143,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     const deactivate = activate(this);
     try {
       for (const worker of this.world.workers) this.instantiate(worker);
+      if (this.concurrency > 1) {
+        await this.interleave(plan.events);
+        return;
+      }
       for (const index of plan.events) {
         const event = this.events[index];
         if (!event) throw new Error(`the engine planned event ${index}, which the drivers do not have`);
@@ -144,19 +170,175 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
 
   private async drainPlatformWork(): Promise<void> {
     for (let work = this.pending.shift(); work; work = this.pending.shift()) {
-      if (++this.platformWork > PLATFORM_WORK_PER_RUN_MAX) {
-        throw new SimulationError(
-          `a run did more than ${PLATFORM_WORK_PER_RUN_MAX} pieces of platform work (queue batches, alarms); eutaxy stops it there`,
-        );
-      }
+      this.countPlatformWork();
       const n = (this.platformCounts.get(work.kind) ?? 0) + 1;
       this.platformCounts.set(work.kind, n);
       await work.run(this, `${work.kind}-${n}`);
     }
   }
 
+  /**
+   * An interleaved run: before every step the engine chooses among the pending ones, so which
+   * invocation proceeds at each effect, and when each event starts, is part of the schedule.
+   */
+  private async interleave(events: readonly number[]): Promise<void> {
+    let next = 0;
+    for (;;) {
+      await this.quiesceInterleaved(next < events.length);
+      const steps = this.effectSteps();
+      if (this.tasks < this.concurrency) {
+        const index = events[next];
+        if (index !== undefined) {
+          steps.push(this.eventStep(index, () => next++));
+        }
+        const work = this.pending[0];
+        if (work) steps.push(this.platformStep(work));
+      }
+      if (steps.length === 0) return;
+      let chosen: number;
+      try {
+        chosen = this.engine.choose(steps.map((step) => step.option));
+      } catch (error) {
+        throw new SimulationError(error instanceof Error ? error.message : String(error));
+      }
+      this.clockMs = this.engine.nowMs();
+      (steps[chosen] as Step).take();
+    }
+  }
+
+  /** The next effect of every parked invocation, in the order the invocations started. */
+  private effectSteps(): Step[] {
+    const order = new Map<Invocation, number>();
+    for (const invocation of this.live) order.set(invocation, order.size);
+    const parked = this.parked
+      .filter((effect) => effect.invocation.live)
+      .sort((a, b) => (order.get(a.invocation) ?? 0) - (order.get(b.invocation) ?? 0) || a.index - b.index);
+    return parked.map((effect) => ({
+      option: {
+        label: `${effect.invocation.id} effect #${effect.index} (${effect.label})`,
+        invocation: effect.invocation.id,
+        effect: effect.index,
+        footprint: footprintOf(effect),
+      },
+      take: () => {
+        this.parked.splice(this.parked.indexOf(effect), 1);
+        this.executeEffect(effect);
+      },
+    }));
+  }
+
+  /** Starting driver event `index`: its first delivery, and its resends when that one dies. */
+  private eventStep(index: number, started: () => void): Step {
+    const event = this.events[index];
+    if (!event) throw new Error(`the engine planned event ${index}, which the drivers do not have`);
+    return {
+      option: {
+        label: `deliver ${event.id}#1`,
+        invocation: `${event.id}#1`,
+        footprint: event.footprint ?? [],
+      },
+      take: () => {
+        started();
+        this.startTask(() => event.deliver(this, index));
+      },
+    };
+  }
+
+  /** Starting the oldest piece of platform work (a queue batch, an alarm). */
+  private platformStep(work: PlatformWork): Step {
+    const n = (this.platformCounts.get(work.kind) ?? 0) + 1;
+    const id = `${work.kind}-${n}`;
+    const invocation = work.invocation ?? `${id}#1`;
+    return {
+      // Platform work reads the state it works on as it starts (a queue's messages, an alarm's
+      // time): unknown footprint.
+      option: { label: `deliver ${invocation}`, invocation, footprint: [] },
+      take: () => {
+        this.pending.shift();
+        this.countPlatformWork();
+        this.platformCounts.set(work.kind, n);
+        this.startTask(() => work.run(this, id));
+      },
+    };
+  }
+
+  private startTask(task: () => Promise<void>): void {
+    this.tasks++;
+    let done: Promise<void>;
+    try {
+      done = task();
+    } catch (error) {
+      done = Promise.reject(error);
+    }
+    done.then(
+      () => this.tasks--,
+      (error: unknown) => {
+        this.tasks--;
+        this.failure ??= error instanceof Error ? error : new Error(String(error));
+      },
+    );
+  }
+
+  /**
+   * Quiescence of an interleaved run: macrotask turns until every live invocation is parked or
+   * finished, the invocations that ended have been told to their drivers (which may resend),
+   * and what still runs is waiting on another invocation: a turn changed nothing and some step
+   * is pending that could wake it.
+   */
+  private async quiesceInterleaved(eventsLeft: boolean): Promise<void> {
+    let before = "";
+    for (let turn = 0; turn < QUIESCENCE_TURNS_MAX; turn++) {
+      await new Promise((resolve) => real.setImmediate(resolve));
+      if (this.failure) throw this.failure;
+      if (this.tellEnded()) continue;
+      const waiting = this.waiting();
+      if (waiting.length === 0) return;
+      const now = `${this.parked.length} ${waiting.length} ${this.tasks} ${this.invocations}`;
+      const wakeable =
+        this.parked.some((effect) => effect.invocation.live) ||
+        ((eventsLeft || this.pending.length > 0) && this.tasks < this.concurrency);
+      if (now === before && wakeable) return;
+      before = now;
+    }
+    throw stuckError(this.waiting()[0] as Invocation);
+  }
+
+  /** Resolves `deliver` for top-level invocations that finished or died; says if there were any. */
+  private tellEnded(): boolean {
+    let told = false;
+    for (const [invocation, resolve] of this.ending) {
+      if (invocation.live && !invocation.finished) continue;
+      this.ending.delete(invocation);
+      resolve();
+      told = true;
+    }
+    return told;
+  }
+
+  /** Live invocations that are neither parked nor finished (dropping the ones that are over). */
+  private waiting(): Invocation[] {
+    const waiting: Invocation[] = [];
+    for (const invocation of this.live) {
+      if (!invocation.live || invocation.finished) {
+        this.live.delete(invocation);
+      } else if (invocation.pending === 0) {
+        waiting.push(invocation);
+      }
+    }
+    return waiting;
+  }
+
+  private countPlatformWork(): void {
+    if (++this.platformWork > PLATFORM_WORK_PER_RUN_MAX) {
+      throw new SimulationError(
+        `a run did more than ${PLATFORM_WORK_PER_RUN_MAX} pieces of platform work (queue batches, alarms); eutaxy stops it there`,
+      );
+    }
+  }
+
   async deliver(id: string, call: InvocationCall): Promise<Outcome> {
     const invocation = this.spawn(id, call.worker, undefined);
+    invocation.resource = call.resource;
     this.trace(`deliver ${id}`);
     let outcome: Outcome = { kind: "died" };
     this.handle(invocation, call).then(
@@ -171,24 +353,35 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
         outcome = { kind: "threw", error };
       },
     );
-    await this.drive();
+    if (this.concurrency > 1) {
+      // The run loop steps every invocation; this one is over when it has finished or died.
+      await new Promise<void>((resolve) => this.ending.set(invocation, resolve));
+    } else {
+      await this.drive();
+    }
     return invocation.live ? outcome : { kind: "died" };
   }
 
   host(caller: Invocation, effect: number, call: InvocationCall): Promise<unknown> {
     const callee = this.spawn(`${caller.id}/${effect}`, call.worker, caller);
+    callee.resource = call.resource;
     return new Promise((resolve, reject) => {
-      callee.whenDead(() => reject(lostConnection()));
+      callee.whenDead(() => {
+        this.resume(caller);
+        reject(lostConnection());
+      });
       this.handle(callee, call).then(
         (value) => {
           if (!callee.live) return;
           callee.state = "answered";
           this.trace(`${callee.id} returned ${summarize(value)}`);
+          this.resume(caller);
           resolve(value);
         },
         (error) => {
           if (!callee.live) return;
           this.threw(callee, error);
+          this.resume(caller);
           reject(rethrownOverRpc(error));
         },
       );
@@ -332,11 +525,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       stuck = this.firstStuck();
       if (!stuck) return;
     }
-    const what = stuck as Invocation;
-    throw new SimulationError(
-      `invocation ${what.id} of Worker ${what.worker} is waiting on something outside the simulation ` +
-        "(a real timer, a socket, or a promise nothing settles); eutaxy can only schedule binding calls",
-    );
+    throw stuckError(stuck as Invocation);
   }
 
   private firstStuck(): Invocation | undefined {
@@ -349,6 +538,36 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     }
     return undefined;
   }
+}
+
+function stuckError(invocation: Invocation): SimulationError {
+  return new SimulationError(
+    `invocation ${invocation.id} of Worker ${invocation.worker} is waiting on something outside the simulation ` +
+      "(a real timer, a socket, or a promise nothing settles); eutaxy can only schedule binding calls",
+  );
+}
+
+/**
+ * What a parked effect's step may touch: the binding's footprint of the call, and the state of
+ * every invocation up its chain that runs inside a Durable Object, since the step resumes it
+ * (the object's memory and storage: storage calls are not effects, as input gates make them
+ * atomic).
+ * Unknown (empty) when the binding gives none.
+ */
+function footprintOf(effect: ParkedEffect): FootprintEntry[] {
+  const own = effect.footprint?.(effect.index, effect.invocation.id);
+  if (!own || own.length === 0) return [];
+  const footprint = [...own];
+  for (
+    let invocation: Invocation | undefined = effect.invocation;
+    invocation;
+    invocation = invocation.parent
+  ) {
+    if (!invocation.resource) continue;
+    // An object's code may also set its alarm, which queues platform work.
+    footprint.push({ resource: invocation.resource, write: true }, { resource: PLATFORM_WORK, write: true });
+  }
+  return footprint;
 }
 
 function describe(error: unknown): string {

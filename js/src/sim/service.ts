@@ -4,6 +4,7 @@
  * invocation, labelled `Service:<binding> <method>` in reports.
  */
 
+import type { FootprintEntry } from "../engine.ts";
 import type { RunContext } from "./context.ts";
 import type { EffectScope } from "./effect-scope.ts";
 import { callHandler } from "./handlers.ts";
@@ -15,7 +16,12 @@ import type { ServiceTarget } from "./world.ts";
 export interface ServiceCalls {
   rpc(method: string, args: unknown[], effect: number): Promise<unknown>;
   fetch(request: Request, effect: number): Promise<Response>;
+  /** What a call shares with other invocations' steps (see `EffectOptions.footprint`). */
+  footprint(effect: number, invocation: string): readonly FootprintEntry[];
 }
+
+/** Scripted services are the scenario's functions, which may keep state between calls. */
+const SCRIPTED: readonly FootprintEntry[] = [{ resource: "scripted-services", write: true }];
 
 /** Properties a stub must not answer as RPC methods: `await stub` must not call `then`. */
 const NOT_METHODS = new Set(["then", "catch", "finally", "toJSON", "constructor"]);
@@ -24,7 +30,9 @@ export function createServiceBinding(binding: string, scope: EffectScope, calls:
   const fetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     // The request is built before the effect, as the runtime does, so a bad URL throws at once.
     const request = new Request(input, init);
-    return scope.effect(`Service:${binding} fetch`, (effect) => calls.fetch(request, effect));
+    return scope.effect(`Service:${binding} fetch`, (effect) => calls.fetch(request, effect), {
+      footprint: calls.footprint,
+    });
   };
   const connect = () => {
     throw new Error(`Service:${binding} connect(): sockets over service bindings are not simulated`);
@@ -37,7 +45,9 @@ export function createServiceBinding(binding: string, scope: EffectScope, calls:
         if (key === "fetch") return fetch;
         if (key === "connect") return connect;
         return (...args: unknown[]) =>
-          scope.effect(`Service:${binding} ${key}`, (effect) => calls.rpc(key, args, effect));
+          scope.effect(`Service:${binding} ${key}`, (effect) => calls.rpc(key, args, effect), {
+            footprint: calls.footprint,
+          });
       },
     },
   );
@@ -60,6 +70,7 @@ export function serviceCalls(run: RunContext, caller: EffectScope, target: Servi
         if (!handlers.fetch) throw notImplemented("fetch");
         return handlers.fetch(request);
       },
+      footprint: () => SCRIPTED,
     };
   }
   const { worker, entrypoint, props } = target;
@@ -96,6 +107,8 @@ export function serviceCalls(run: RunContext, caller: EffectScope, target: Servi
         props,
         body: (ctx, env) => callHandler(run, worker, entrypoint, "fetch", request, env, ctx),
       }) as Promise<Response>,
+    // The call starts the callee, whose own calls are its own steps: it shares nothing more.
+    footprint: (effect, invocation) => [{ resource: `call:${invocation}/${effect}`, write: true }],
   };
 }
 

@@ -81,6 +81,7 @@ async function answer(parts: HostParts, request: HostRequest): Promise<HostAnswe
       bounds: request.bounds,
       replay: request.replay,
       shard: request.shard,
+      search: request.search,
       schemas: new Map(request.schemas),
       createEngine: (config) => createEngine(parts.wasm, config),
     });

@@ -46,6 +46,7 @@ export async function exploreInWorkerd(exploration: Omit<Exploration, "createEng
     bounds: exploration.bounds,
     replay: exploration.replay,
     shard: exploration.shard,
+    search: exploration.search,
     schemas: [...exploration.schemas],
   };
   const stderr = new StartupLog();

@@ -4,7 +4,7 @@
  * parts, so Node raises the same InputError or SimulationError with the same message.
  */
 
-import type { CheckResult, ResolvedBounds, Shard } from "../explore.ts";
+import type { CheckResult, ResolvedBounds, Search, Shard } from "../explore.ts";
 import type { WorldData } from "./world-data.ts";
 
 export interface HostRequest {
@@ -15,6 +15,7 @@ export interface HostRequest {
   readonly bounds: ResolvedBounds;
   readonly replay: string | undefined;
   readonly shard: Shard | undefined;
+  readonly search: Search;
   /** The SQL of every `d1Schema` file, by its absolute path. */
   readonly schemas: [string, string][];
 }

@@ -1,0 +1,201 @@
+/**
+ * Interleaved invocations (`bounds.maxConcurrentInvocations` above 1): races written as Workers
+ * developers write them are found without any fault, their fixes are BOUNDED, partial-order
+ * reduction keeps every verdict of plain exhaustive search with fewer runs, sampling reports
+ * itself honestly and its counterexamples replay, and shards merge to the unsplit verdict.
+ */
+
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { type CheckOptions, type CheckResult, check, renderReport } from "../src/index.ts";
+import { mergeResults } from "../src/merge.ts";
+
+const root = new URL("../../", import.meta.url).pathname;
+const example = (path: string) => `${root}examples/${path}`;
+const fixture = (path: string) => `${root}js/test/fixtures/concurrency/${path}`;
+
+function violated(result: CheckResult): Extract<CheckResult, { verdict: "VIOLATED" }> {
+  if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
+  return result;
+}
+
+/** The steps of a trace that ran in some invocation, in order: `req-2#1 effect #0 …`, `deliver …`. */
+function steps(trace: readonly string[]): string[] {
+  return trace.filter((line) => /^(deliver \S+|\S+#\d+(\/\d+)* effect #\d+ .*)$/.test(line));
+}
+
+/**
+ * A copy of `scenario` with `maxConcurrentInvocations` set to `n`, so that examples written for
+ * one invocation at a time can be checked interleaved. The copy lives in a temporary folder and
+ * names the example's files by absolute path.
+ */
+function interleaved(scenario: string, n: number): string {
+  const text = readFileSync(scenario, "utf8")
+    .replaceAll('"./', `"${dirname(scenario)}/`)
+    .replace(/maxConcurrentInvocations: \d+/, `maxConcurrentInvocations: ${n}`);
+  if (!text.includes(`maxConcurrentInvocations: ${n}`))
+    throw new Error(`${scenario} sets no bound to change`);
+  const copy = join(mkdtempSync(join(tmpdir(), "eutaxy-interleaved-")), basename(scenario));
+  writeFileSync(copy, text);
+  return copy;
+}
+
+describe("a check-then-insert race in D1 (examples/signup-race)", () => {
+  it("is VIOLATED with no fault: the second lookup runs before the first insert", async () => {
+    const result = violated(await check(example("signup-race/signup.sim.ts")));
+    expect(result.invariant).toBe("one-account-per-address");
+    expect(result.message).toBe('2 rows of users in D1:DB share email = "ada@example.com"');
+    expect(result.faults).toEqual([]);
+    expect(result.eventsKept).toEqual(["req-1", "req-2"]);
+    // Both lookups run before either insert.
+    const order = steps(result.trace).filter((s) => s.includes("effect"));
+    const lookups = order.flatMap((s, i) => (s.includes("D1:DB first") ? [i] : []));
+    const inserts = order.flatMap((s, i) => (s.includes("D1:DB run") ? [i] : []));
+    expect(lookups).toHaveLength(2);
+    expect(inserts).toHaveLength(2);
+    expect(Math.max(...lookups)).toBeLessThan(Math.min(...inserts));
+    const report = renderReport(result);
+    expect(report).toContain(
+      "Steps in the order they ran:\n  deliver req-1#1\n  req-1#1 effect #0 (D1:DB first)",
+    );
+    expect(report).toContain("no faults: the events alone break it");
+  });
+
+  it("replays from its run seed, interleaving and all", async () => {
+    const result = violated(await check(example("signup-race/signup.sim.ts")));
+    expect(result.runSeed.split(":")).toHaveLength(5);
+    const replay = violated(await check(example("signup-race/signup.sim.ts"), { replay: result.runSeed }));
+    expect(replay.trace).toEqual(result.trace);
+  });
+
+  it("is BOUNDED once the lookup and the insert are one statement", async () => {
+    const result = await check(example("signup-race/signup.fixed.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+  });
+
+  it("gives the same verdict and trace every time", async () => {
+    const [a, b] = [
+      await check(example("signup-race/signup.sim.ts")),
+      await check(example("signup-race/signup.sim.ts")),
+    ];
+    const [x, y] = [violated(a), violated(b)];
+    expect(y.runSeed).toBe(x.runSeed);
+    expect(y.runs).toBe(x.runs);
+    expect(y.trace).toEqual(x.trace);
+  });
+});
+
+describe("a read-modify-write across an await in a Durable Object", () => {
+  it("is VIOLATED: a booking runs while the other's charge is in flight", async () => {
+    const result = violated(await check(fixture("seats/seats.sim.ts")));
+    expect(result.message).toBe("2 bookings succeeded for a show with 1 seat");
+    expect(result.faults).toEqual([]);
+    // The second booking reaches the object between the first one's call and its charge.
+    const order = steps(result.trace);
+    expect(order.indexOf("req-2#1 effect #0 DO:SHOW book: proceed")).toBeLessThan(
+      order.indexOf("req-1#1/0 effect #0 fetch POST https://pay.example/charge: proceed"),
+    );
+  });
+
+  it("is BOUNDED when the seat is held before the charge", async () => {
+    expect((await check(fixture("seats/seats.fixed.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+
+  it("is BOUNDED with one invocation at a time: the race needs the interleaving", async () => {
+    const result = await check(interleaved(fixture("seats/seats.sim.ts"), 1));
+    expect(result.verdict).toBe("BOUNDED");
+  });
+});
+
+/**
+ * Small scenarios, interleaved: partial-order reduction must give the verdict plain exhaustive
+ * search gives, with no more runs, and with far fewer runs in all.
+ */
+const SMALL = [
+  example("signup-race/signup.sim.ts"),
+  example("signup-race/signup.fixed.sim.ts"),
+  fixture("seats/seats.sim.ts"),
+  fixture("seats/seats.fixed.sim.ts"),
+];
+const SMALL_INTERLEAVED = [
+  "service-binding/checkout.sim.ts",
+  "service-binding/checkout.fixed.sim.ts",
+  "d1-transfer/transfer.sim.ts",
+  "d1-transfer/transfer.fixed.sim.ts",
+  "durable-objects/counter.fixed.sim.ts",
+  "outbound-fetch/pay.fixed.sim.ts",
+];
+
+describe("partial-order reduction", () => {
+  it("keeps every verdict of plain exhaustive search, with far fewer runs", async () => {
+    const scenarios = [...SMALL, ...SMALL_INTERLEAVED.map((path) => interleaved(example(path), 2))];
+    let reduced = 0;
+    let full = 0;
+    for (const scenario of scenarios) {
+      const options: CheckOptions = { strategy: "exhaustive", budgetMs: 60_000 };
+      const por = await check(scenario, options);
+      const plain = await check(scenario, { ...options, partialOrderReduction: false });
+      expect([scenario, por.verdict]).toEqual([scenario, plain.verdict]);
+      expect(["BOUNDED", "VIOLATED"]).toContain(por.verdict);
+      if (por.verdict === "VIOLATED" && plain.verdict === "VIOLATED") {
+        expect(por.invariant).toBe(plain.invariant);
+      }
+      if (por.verdict === "BOUNDED" && plain.verdict === "BOUNDED") {
+        expect(por.runs).toBeLessThanOrEqual(plain.runs);
+        reduced += por.runs;
+        full += plain.runs;
+      }
+    }
+    expect(full / reduced).toBeGreaterThan(3);
+  }, 120_000);
+});
+
+describe("sampling", () => {
+  for (const strategy of ["pct", "random"] as const) {
+    it(`${strategy}: finds the race, and its counterexample shrinks and replays from its seed`, async () => {
+      const scenario = example("signup-race/signup.sim.ts");
+      const result = violated(await check(scenario, { strategy }));
+      expect(result.invariant).toBe("one-account-per-address");
+      expect(result.eventsKept).toEqual(["req-1", "req-2"]);
+      const replay = violated(await check(scenario, { replay: result.runSeed }));
+      expect(replay.trace).toEqual(result.trace);
+      expect(replay.message).toBe(result.message);
+    });
+
+    it(`${strategy}: is INCOMPLETE, never BOUNDED, and says how it sampled`, async () => {
+      const result = await check(example("signup-race/signup.fixed.sim.ts"), { strategy, budgetMs: 300 });
+      expect(result.verdict).toBe("INCOMPLETE");
+      if (result.verdict !== "INCOMPLETE") return;
+      expect(result.strategy).toBe(strategy);
+      expect(result.distinctSchedules).toBeGreaterThan(0);
+      expect(result.distinctSchedules).toBeLessThanOrEqual(result.runs);
+      expect(renderReport(result)).toMatch(/Sampled by .*: \d+ distinct schedules?\./);
+    });
+  }
+});
+
+describe("shards of an interleaved check", () => {
+  async function split(scenario: string, count: number): Promise<CheckResult[]> {
+    const results: CheckResult[] = [];
+    for (let index = 0; index < count; index++)
+      results.push(await check(scenario, { shard: { index, count } }));
+    return results;
+  }
+
+  it("merge to the unsplit BOUNDED", async () => {
+    const scenario = interleaved(example("service-binding/checkout.fixed.sim.ts"), 2);
+    expect((await check(scenario)).verdict).toBe("BOUNDED");
+    const merged = mergeResults(await split(scenario, 3), ["1", "2", "3"]);
+    expect(merged.verdict).toBe("BOUNDED");
+  });
+
+  it("merge to the unsplit VIOLATED", async () => {
+    const scenario = example("signup-race/signup.sim.ts");
+    const whole = violated(await check(scenario));
+    const merged = mergeResults(await split(scenario, 2), ["1", "2"]);
+    expect(merged.verdict).toBe("VIOLATED");
+    if (merged.verdict === "VIOLATED") expect(merged.invariant).toBe(whole.invariant);
+  });
+});
