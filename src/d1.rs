@@ -585,12 +585,15 @@ fn run_script(
 }
 
 fn size_bytes(connection: &Connection) -> rusqlite::Result<u64> {
-    let bytes: i64 = connection
-        .prepare_cached(
-            "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
-        )?
+    // Two plain pragmas: the table-valued pragma functions cost a virtual-table scan each, and
+    // this runs after every statement.
+    let pages: i64 = connection
+        .prepare_cached("PRAGMA page_count")?
         .query_row([], |r| r.get(0))?;
-    Ok(u64::try_from(bytes).unwrap_or(0))
+    let page_size: i64 = connection
+        .prepare_cached("PRAGMA page_size")?
+        .query_row([], |r| r.get(0))?;
+    Ok(u64::try_from(pages.saturating_mul(page_size)).unwrap_or(0))
 }
 
 /// SQLite's own message, without the code.

@@ -31,6 +31,11 @@ export interface EffectOptions {
    */
   readonly transient?: (effect: number) => unknown;
   /**
+   * Whether the misbehaviour is possible when the call happens (a stale read needs a recent
+   * write by another request), asked right before the engine decides; offered always if absent.
+   */
+  readonly transientOffered?: () => boolean;
+  /**
    * The shared state the call reads and writes (`D1:<db>:<table>`, `KV:<store>`, `DO:<object>`…),
    * for partial-order reduction when invocations interleave: calls of different invocations
    * whose footprints do not conflict are not permuted. Absent means unknown, which conflicts

@@ -19,6 +19,7 @@ export interface ParkedEffect {
   readonly label: string;
   readonly perform: (effect: number) => unknown;
   readonly transient: ((effect: number) => unknown) | undefined;
+  readonly transientOffered: (() => boolean) | undefined;
   readonly footprint:
     | ((effect: number, invocation: string) => readonly FootprintEntry[] | undefined)
     | undefined;
@@ -90,6 +91,7 @@ export class Invocation implements EffectScope {
         label,
         perform,
         transient: options.transient,
+        transientOffered: options.transientOffered,
         footprint: options.footprint,
         resolve: resolve as (value: unknown) => void,
         reject,

@@ -63,8 +63,9 @@ function scope(invocation: string): EffectScope {
   return {
     invocation,
     effect<T>(label: string, perform: (effect: number) => T | Promise<T>, options: EffectOptions = {}) {
-      const index = seen.push({ invocation, label, transient: options.transient !== undefined }) - 1;
-      const chosen = options.transient && misbehave.delete(label) ? options.transient : perform;
+      const offered = options.transient !== undefined && (options.transientOffered?.() ?? true);
+      const index = seen.push({ invocation, label, transient: offered }) - 1;
+      const chosen = offered && options.transient && misbehave.delete(label) ? options.transient : perform;
       return new Promise<T>((resolve) => resolve(chosen(index) as T));
     },
   };

@@ -261,7 +261,7 @@ class SimKvNamespace {
       if (page.length <= limit || !last) return { keys, list_complete: true, cacheStatus: null };
       return { keys, list_complete: false, cursor: cursorOf(last.name), cacheStatus: null };
     };
-    const stale = [...this.recent.keys()].some((key) => key.startsWith(prefix) && this.staleable(key));
+    const stale = () => [...this.recent.keys()].some((key) => key.startsWith(prefix) && this.staleable(key));
     return this.scope.effect(this.label("list"), () => answer(false), {
       ...transient(stale, () => answer(true)),
       footprint: () => this.footprint(false),
@@ -290,7 +290,10 @@ class SimKvNamespace {
       };
     };
     return this.scope.effect(this.label(method), () => answer(false), {
-      ...transient(this.staleable(name), () => answer(true)),
+      ...transient(
+        () => this.staleable(name),
+        () => answer(true),
+      ),
       footprint: () => this.footprint(false),
     });
   }
@@ -344,7 +347,7 @@ class SimKvNamespace {
       }
       return result;
     };
-    const stale = names.some((name) => this.staleable(name));
+    const stale = () => names.some((name) => this.staleable(name));
     return this.scope.effect(this.label(method), () => answer(false), {
       ...transient(stale, () => answer(true)),
       footprint: () => this.footprint(false),
@@ -357,8 +360,10 @@ class SimKvNamespace {
    * than a second ago may be refused with 429 instead (a transient fault).
    */
   private write(method: "put" | "delete", name: string, perform: () => boolean): Promise<void> {
-    const recent = this.recent.get(name);
-    const limited = recent !== undefined && this.run.nowMs() - recent.atMs < SAME_KEY_WRITE_INTERVAL_MS;
+    const limited = () => {
+      const recent = this.recent.get(name);
+      return recent !== undefined && this.run.nowMs() - recent.atMs < SAME_KEY_WRITE_INTERVAL_MS;
+    };
     const http: HttpMethod = method === "put" ? "PUT" : "DELETE";
     return this.scope.effect(
       this.label(method),
@@ -425,9 +430,12 @@ class SimKvNamespace {
   }
 }
 
-/** The transient alternative, when there is one worth exploring. */
-function transient(offered: boolean, misbehave: () => unknown): EffectOptions {
-  return offered ? { transient: misbehave } : {};
+/**
+ * The transient alternative, offered when it is possible at the moment the call happens (other
+ * invocations' writes may come between the call and that moment).
+ */
+function transient(offered: () => boolean, misbehave: () => unknown): EffectOptions {
+  return { transient: misbehave, transientOffered: offered };
 }
 
 /** The error a failed KV request rejects with, as workerd builds it from the HTTP status. */

@@ -472,7 +472,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
         invocation.id,
         effect.index,
         effect.label,
-        effect.transient !== undefined,
+        effect.transient !== undefined && (effect.transientOffered?.() ?? true),
       );
     } catch (error) {
       throw new SimulationError(error instanceof Error ? error.message : String(error));
