@@ -3,7 +3,14 @@
 import { build } from "esbuild";
 
 await build({
-  entryPoints: ["js/src/cli.ts", "js/src/index.ts", "js/src/cloudflare.ts", "js/src/vitest.ts"],
+  // parallel-worker is the entry of --workers' threads, which load it by its path beside cli.js.
+  entryPoints: [
+    "js/src/cli.ts",
+    "js/src/index.ts",
+    "js/src/cloudflare.ts",
+    "js/src/vitest.ts",
+    "js/src/parallel-worker.ts",
+  ],
   outdir: "js/dist",
   bundle: true,
   splitting: true,

@@ -7,13 +7,14 @@
 
 import { readFileSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { type CheckOptions, type CheckResult, check } from "./check.ts";
+import type { CheckOptions, CheckResult } from "./check.ts";
 import { colorEnabled, paintVerdict } from "./color.ts";
 import { ExitCode, InputError, SimulationError, shown } from "./errors.ts";
 import { renderHtml } from "./html.ts";
 import { renderJunit, renderJunitError } from "./junit.ts";
 import { loadScenario } from "./load/scenario.ts";
 import { type MergedResult, mergeResults } from "./merge.ts";
+import { checkParallel, renderParallelReport, WORKERS_MAX } from "./parallel.ts";
 import { progressLine } from "./progress.ts";
 import { renderReport } from "./report.ts";
 import { renderCounterexample, renderReplay } from "./trace.ts";
@@ -33,6 +34,21 @@ const OPTIONS = {
   replay: { type: "string", value: "RUN_SEED", help: "run exactly the schedule a VIOLATED report printed" },
   "budget-ms": { type: "string", value: "N", help: "override the scenario's bounds.budgetMs" },
   runtime: { type: "string", value: "NAME", help: "where the Worker code runs: node (default) or workerd" },
+  strategy: {
+    type: "string",
+    value: "NAME",
+    help: "how the schedules are explored: auto (default), exhaustive, random or pct; random and pct sample, and never answer BOUNDED",
+  },
+  "pct-depth": {
+    type: "string",
+    value: "N",
+    help: "with pct: the bug depth (default 3), N - 1 priority changes per run",
+  },
+  workers: {
+    type: "string",
+    value: "N",
+    help: `explore in N worker threads on this machine (default 1, at most ${WORKERS_MAX}), one shard each; the verdict is that of --shard 1/N to N/N merged`,
+  },
   shard: {
     type: "string",
     value: "I/N",
@@ -132,6 +148,8 @@ interface Request {
   readonly command: "check" | "replay";
   readonly scenario: string;
   readonly options: CheckOptions;
+  /** Worker threads the check is split over (`--workers`); 1 runs it in this thread. */
+  readonly workers: number;
   readonly values: Values;
 }
 
@@ -163,6 +181,11 @@ function request(values: Values, positionals: readonly string[]): Request | stri
     }
     shard = { index: index - 1, count };
   }
+  // The ranges of these numbers are check()'s and checkParallel()'s to enforce.
+  for (const name of ["workers", "pct-depth"] as const) {
+    const value = values[name];
+    if (value !== undefined && !/^\d+$/.test(value)) return `--${name} must be a whole number, not ${value}`;
+  }
   if (values.junit === "") return "--junit needs the path of the file to write";
   if (values.html === "") return "--html needs the path of the file to write";
   // The options check() takes from the command line; one entry per option.
@@ -172,8 +195,10 @@ function request(values: Values, positionals: readonly string[]): Request | stri
     ...(budgetMs === undefined ? {} : { budgetMs }),
     ...(values.runtime === undefined ? {} : { runtime: values.runtime as CheckOptions["runtime"] }),
     ...(shard === undefined ? {} : { shard }),
+    ...(values.strategy === undefined ? {} : { strategy: values.strategy as CheckOptions["strategy"] }),
+    ...(values["pct-depth"] === undefined ? {} : { pctDepth: Number(values["pct-depth"]) }),
   };
-  return { command, scenario, options, values };
+  return { command, scenario, options, workers: Number(values.workers ?? 1), values };
 }
 
 /** Runs the CLI with `argv` (without node and the script); resolves to the exit code. */
@@ -203,11 +228,12 @@ export async function main(argv: readonly string[]): Promise<number> {
   return run(asked);
 }
 
-async function run({ command, scenario, options, values }: Request): Promise<number> {
+async function run({ command, scenario, options, workers, values }: Request): Promise<number> {
   const progress = progressLine(process.stderr);
   let result: CheckResult;
   try {
-    result = await check(scenario, { ...options, ...(progress ? { onProgress: progress.update } : {}) });
+    const watched = { ...options, ...(progress ? { onProgress: progress.update } : {}) };
+    result = await checkParallel(scenario, watched, workers);
   } catch (error) {
     progress?.clear();
     if (error instanceof InputError || error instanceof SimulationError) {
@@ -309,7 +335,7 @@ function output(command: Request["command"], result: CheckResult, values: Values
   const color = colorEnabled(process.stdout, process.env);
   if (command === "replay")
     return renderReplay(result, (line, verdict) => paintVerdict(line, verdict, color));
-  const report = renderReport(result);
+  const report = renderParallelReport(result);
   const lines = report.split("\n");
   lines[0] = paintVerdict(lines[0] as string, result.verdict, color);
   const counterexample = values.trace ? renderCounterexample(result) : undefined;

@@ -63,9 +63,10 @@ function scope(invocation: string): EffectScope {
   return {
     invocation,
     effect<T>(label: string, perform: (effect: number) => T | Promise<T>, options: EffectOptions = {}) {
-      const offered = options.transient !== undefined && (options.transientOffered?.() ?? true);
+      const { transient } = options;
+      const offered = transient !== undefined && (options.transientOffered?.() ?? true);
       const index = seen.push({ invocation, label, transient: offered }) - 1;
-      const chosen = offered && options.transient && misbehave.delete(label) ? options.transient : perform;
+      const chosen = transient && offered && misbehave.delete(label) ? transient : perform;
       return new Promise<T>((resolve) => resolve(chosen(index) as T));
     },
   };
