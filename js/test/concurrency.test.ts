@@ -109,6 +109,15 @@ describe("a read-modify-write across an await in a Durable Object", () => {
   });
 });
 
+describe("a promise a module shares between requests", () => {
+  it("left unsettled by an invocation that died: the runtime cancels the request that awaits it", async () => {
+    const result = violated(await check(fixture("shared-promise/greet.sim.ts")));
+    expect(result.message).toBe("req-1 got 500 on delivery 2");
+    expect(result.faults).toEqual([expect.objectContaining({ kind: "crash_before", invocation: "req-1#1" })]);
+    expect(result.trace).toContain("req-1#2 hung: the runtime canceled it");
+  });
+});
+
 /**
  * Small scenarios, interleaved: partial-order reduction must give the verdict plain exhaustive
  * search gives, with no more runs, and with far fewer runs in all.

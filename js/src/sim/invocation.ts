@@ -49,6 +49,7 @@ export class Invocation implements EffectScope {
   readonly callees = new Set<Invocation>();
   private effects = 0;
   private onDeath: (() => void) | undefined;
+  private onCancel: ((error: Error) => void) | undefined;
 
   constructor(
     readonly id: string,
@@ -112,6 +113,22 @@ export class Invocation implements EffectScope {
   /** Called once, when the invocation dies; a callee uses it to fail its caller's call. */
   whenDead(callback: () => void): void {
     this.onDeath = callback;
+  }
+
+  /** Called once, if the runtime cancels the invocation (see `cancel`). */
+  whenCanceled(callback: (error: Error) => void): void {
+    this.onCancel = callback;
+  }
+
+  /**
+   * The runtime cancels the invocation because its code hung: it ends as if it threw `error`
+   * (its `waitUntil` work is dropped), and whoever awaits it gets `error`.
+   */
+  cancel(error: Error): void {
+    if (!this.live) return;
+    if (this.state === "running") this.state = "threw";
+    this.waitingUntil = 0;
+    this.onCancel?.(error);
   }
 
   /** The invocation dies: it never answers, its parked effects never run, its callees die. */

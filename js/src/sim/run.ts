@@ -76,6 +76,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private clockMs: number;
   /** A failure of the simulation itself, raised where Worker code could have caught it. */
   private failure: Error | undefined;
+  /** Invocations killed by a fault in this run. */
+  private deaths = 0;
   /** Interleaved runs: events and platform work started and not over (resends included). */
   private tasks = 0;
   /** Interleaved runs: what `deliver` waits on, by top-level invocation, until it ends. */
@@ -286,21 +288,29 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    * is pending that could wake it.
    */
   private async quiesceInterleaved(eventsLeft: boolean): Promise<void> {
+    for (;;) {
+      if (await this.settleInterleaved(eventsLeft)) return;
+      this.cancelHung();
+    }
+  }
+
+  /** Macrotask turns until quiescent (true), or until the turns run out with some invocation stuck. */
+  private async settleInterleaved(eventsLeft: boolean): Promise<boolean> {
     let before = "";
     for (let turn = 0; turn < QUIESCENCE_TURNS_MAX; turn++) {
       await new Promise((resolve) => real.setImmediate(resolve));
       if (this.failure) throw this.failure;
       if (this.tellEnded()) continue;
       const waiting = this.waiting();
-      if (waiting.length === 0) return;
+      if (waiting.length === 0) return true;
       const now = `${this.parked.length} ${waiting.length} ${this.tasks} ${this.invocations}`;
       const wakeable =
         this.parked.some((effect) => effect.invocation.live) ||
         ((eventsLeft || this.pending.length > 0) && this.tasks < this.concurrency);
-      if (now === before && wakeable) return;
+      if (now === before && wakeable) return true;
       before = now;
     }
-    throw stuckError(this.waiting()[0] as Invocation);
+    return false;
   }
 
   /** Resolves `deliver` for top-level invocations that finished or died; says if there were any. */
@@ -341,6 +351,9 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     invocation.resource = call.resource;
     this.trace(`deliver ${id}`);
     let outcome: Outcome = { kind: "died" };
+    invocation.whenCanceled((error) => {
+      outcome = { kind: "threw", error };
+    });
     this.handle(invocation, call).then(
       (value) => {
         if (!invocation.live) return;
@@ -369,6 +382,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       callee.whenDead(() => {
         this.resume(caller);
         reject(lostConnection());
+      });
+      callee.whenCanceled((error) => {
+        this.resume(caller);
+        reject(error);
       });
       this.handle(callee, call).then(
         (value) => {
@@ -514,30 +531,42 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
 
   private die(invocation: Invocation): void {
     this.trace(`${invocation.id} died`);
+    this.deaths++;
     invocation.kill();
   }
 
   private async quiesce(): Promise<void> {
-    let stuck: Invocation | undefined;
-    for (let turn = 0; turn < QUIESCENCE_TURNS_MAX; turn++) {
-      await new Promise((resolve) => real.setImmediate(resolve));
-      if (this.failure) throw this.failure;
-      stuck = this.firstStuck();
-      if (!stuck) return;
+    for (;;) {
+      for (let turn = 0; turn < QUIESCENCE_TURNS_MAX; turn++) {
+        await new Promise((resolve) => real.setImmediate(resolve));
+        if (this.failure) throw this.failure;
+        if (this.waiting().length === 0) return;
+      }
+      this.cancelHung();
     }
-    throw stuckError(stuck as Invocation);
   }
 
-  private firstStuck(): Invocation | undefined {
-    for (const invocation of this.live) {
-      if (!invocation.live || invocation.finished) {
-        this.live.delete(invocation);
-        continue;
-      }
-      if (invocation.pending === 0) return invocation;
+  /**
+   * Invocations still waiting when nothing in the simulation can wake them. If an invocation
+   * died in this run, they may wait on a promise it left unsettled (one a module shares between
+   * requests), and the runtime cancels them, as workerd cancels a request whose code hung;
+   * otherwise they wait on something outside the simulation, which ends the check.
+   */
+  private cancelHung(): void {
+    const waiting = this.waiting();
+    if (this.deaths === 0) throw stuckError(waiting[0] as Invocation);
+    for (const invocation of waiting) {
+      this.trace(`${invocation.id} hung: the runtime canceled it`);
+      invocation.cancel(hungError());
     }
-    return undefined;
   }
+}
+
+/** What workerd tells a request it canceled because its code would never answer. */
+function hungError(): Error {
+  return new Error(
+    "The Workers runtime canceled this request because it detected that your Worker's code had hung and would never generate a response.",
+  );
 }
 
 function stuckError(invocation: Invocation): SimulationError {
