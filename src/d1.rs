@@ -175,6 +175,37 @@ struct Database {
     rollback_safe: bool,
     /// Whether the current run executes inside the outer transaction `restore` rolls back.
     in_run_transaction: bool,
+    size: SizeCache,
+}
+
+/// What `size_after` needs, kept between statements: SQLite prepares a `PRAGMA` afresh every
+/// time it runs, which costs more than most statements, so the size is read again only after a
+/// statement that may have changed it.
+#[derive(Default)]
+struct SizeCache {
+    page_size: Option<i64>,
+    bytes: Option<u64>,
+}
+
+impl SizeCache {
+    /// The database's size after a statement; `readonly` statements cannot have changed it.
+    fn after(&mut self, connection: &Connection, readonly: bool) -> rusqlite::Result<u64> {
+        if let (true, Some(bytes)) = (readonly, self.bytes) {
+            return Ok(bytes);
+        }
+        let page_size = match self.page_size {
+            Some(size) => size,
+            None => {
+                let size = connection.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+                self.page_size = Some(size);
+                size
+            }
+        };
+        let pages: i64 = connection.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+        let bytes = u64::try_from(pages.saturating_mul(page_size)).unwrap_or(0);
+        self.bytes = Some(bytes);
+        Ok(bytes)
+    }
 }
 
 impl Database {
@@ -185,6 +216,7 @@ impl Database {
             snapshot,
             rollback_safe: false,
             in_run_transaction: false,
+            size: SizeCache::default(),
         }
     }
 
@@ -192,7 +224,12 @@ impl Database {
     /// being outside one commits it first, so that it behaves exactly as in a connection of
     /// its own; the next `restore` then reloads the snapshot.
     fn before(&mut self, sql: &str) -> Result<()> {
-        if self.in_run_transaction && steps_outside(sql) {
+        let outside = steps_outside(sql);
+        if outside {
+            // A pragma may change the page size.
+            self.size = SizeCache::default();
+        }
+        if self.in_run_transaction && outside {
             self.in_run_transaction = false;
             execute_cached(&self.connection, "COMMIT")
                 .map_err(|e| Error::new(format!("cannot leave the run's transaction: {e}")))?;
@@ -219,6 +256,7 @@ impl Database {
             && !self.connection.is_autocommit()
             && execute_cached(&self.connection, "ROLLBACK").is_ok();
         self.in_run_transaction = false;
+        self.size.bytes = None;
         if rolled_back {
             // The last insert rowid is the connection's, not the database's.
             // SAFETY: the handle is this connection's, open, and used by this thread only.
@@ -230,6 +268,7 @@ impl Database {
                 .map_err(cannot)?;
             connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
             self.connection = connection;
+            self.size = SizeCache::default();
         }
         if self.rollback_safe {
             execute_cached(&self.connection, "BEGIN").map_err(cannot)?;
@@ -391,7 +430,7 @@ impl Databases {
     pub fn run(&mut self, name: &str, sql: &str, params: &[Value]) -> Result<RawResult> {
         let database = self.database_mut(name)?;
         database.before(sql)?;
-        let result = run_statement(&database.connection, sql, params);
+        let result = run_statement(&database.connection, sql, params, &mut database.size);
         database.after();
         result.map_err(|e| Error::new(d1_message(&e)))
     }
@@ -408,7 +447,7 @@ impl Databases {
         for statement in statements {
             database.before(&statement.sql)?;
         }
-        let result = run_batch(&mut database.connection, statements);
+        let result = run_batch(&mut database.connection, statements, &mut database.size);
         database.after();
         result
     }
@@ -419,6 +458,7 @@ impl Databases {
         let database = self.database_mut(name)?;
         database.before(sql)?;
         let result = run_script(&database.connection, sql);
+        database.size.bytes = None;
         database.after();
         result.map_err(|(statement, e)| {
             Error::new(format!("statement {statement}: {}", d1_message(&e)))
@@ -457,21 +497,26 @@ fn schema_needs_own_transactions(connection: &Connection) -> rusqlite::Result<bo
     Ok(false)
 }
 
-fn run_batch(connection: &mut Connection, statements: &[Statement]) -> Result<Vec<RawResult>> {
+fn run_batch(
+    connection: &mut Connection,
+    statements: &[Statement],
+    size: &mut SizeCache,
+) -> Result<Vec<RawResult>> {
     let savepoint = connection
         .savepoint()
         .map_err(|e| Error::new(d1_message(&StatementError::Sqlite(e))))?;
     let mut results = Vec::with_capacity(statements.len());
     for (index, statement) in statements.iter().enumerate() {
-        match run_statement(&savepoint, &statement.sql, &statement.params) {
+        match run_statement(&savepoint, &statement.sql, &statement.params, size) {
             Ok(result) => results.push(result),
             // Dropping the savepoint rolls it back.
             Err(e) => {
+                size.bytes = None;
                 return Err(Error::new(format!(
                     "statement {}: {}",
                     index + 1,
                     d1_message(&e)
-                )))
+                )));
             }
         }
     }
@@ -497,6 +542,7 @@ fn run_statement(
     connection: &Connection,
     sql: &str,
     params: &[Value],
+    size: &mut SizeCache,
 ) -> std::result::Result<RawResult, StatementError> {
     if sql.trim().is_empty() {
         return Err(StatementError::Message(
@@ -557,7 +603,7 @@ fn run_statement(
         last_row_id: connection.last_insert_rowid(),
         rows_read: rows_returned + changes,
         rows_written: changes,
-        size_after: size_bytes(connection)?,
+        size_after: size.after(connection, readonly && !changed)?,
         changed_db: changed || !readonly,
     })
 }
@@ -582,18 +628,6 @@ fn run_script(
         let mut rows = statement.raw_query();
         while rows.next().map_err(|e| (count, e.into()))?.is_some() {}
     }
-}
-
-fn size_bytes(connection: &Connection) -> rusqlite::Result<u64> {
-    // Two plain pragmas: the table-valued pragma functions cost a virtual-table scan each, and
-    // this runs after every statement.
-    let pages: i64 = connection
-        .prepare_cached("PRAGMA page_count")?
-        .query_row([], |r| r.get(0))?;
-    let page_size: i64 = connection
-        .prepare_cached("PRAGMA page_size")?
-        .query_row([], |r| r.get(0))?;
-    Ok(u64::try_from(pages.saturating_mul(page_size)).unwrap_or(0))
 }
 
 /// SQLite's own message, without the code.

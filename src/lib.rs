@@ -31,5 +31,7 @@ pub mod verdict;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
-#[cfg(test)]
-mod testing;
+/// The simulated host: the tests' driver of a whole `Check`, and the benches' (`cargo bench
+/// --features testing`). Not part of the engine's API.
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;

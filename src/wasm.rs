@@ -193,7 +193,11 @@ fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsError> {
 
 fn set(object: &Object, key: &str, value: JsValue) {
     // Defining a property on a fresh plain object cannot fail.
-    let defined = Reflect::set(object, &JsValue::from_str(key), &value);
+    let defined = Reflect::set(
+        object,
+        &JsValue::from_str(wasm_bindgen::intern(key)),
+        &value,
+    );
     debug_assert!(matches!(defined, Ok(true)));
 }
 
@@ -284,7 +288,7 @@ fn result_to_js(result: &RawResult) -> JsValue {
     let columns: Array = result
         .columns
         .iter()
-        .map(|c| JsValue::from_str(c))
+        .map(|c| JsValue::from_str(wasm_bindgen::intern(c)))
         .collect();
     let rows: Array = result
         .rows
