@@ -654,16 +654,9 @@ mod memory {
                 Err(e) => println!("   {description:<48} FAILED: {e}"),
             }
         }
-        let expected = (distinct_set_bytes(LAST) - distinct_set_bytes(FIRST)) / 1024;
         println!(
-            "   an exhaustive check remembers an 8-byte hash per distinct schedule (a HashSet<u64>, capped at 1,000,000 entries): ~{expected} KiB from 10k to 100k runs"
+            "   sampling remembers an 8-byte hash per distinct schedule (capped at 1,000,000); depth-first search, which never repeats one, remembers none"
         );
-    }
-
-    /// What a `HashSet<u64>` of `entries` occupies: a power-of-two table at most 7/8 full, of
-    /// 8-byte slots and 1-byte control words. Explains growth; measures nothing.
-    fn distinct_set_bytes(entries: u64) -> u64 {
-        (entries * 8 / 7).next_power_of_two() * 9
     }
 
     fn judge(first: u64, last: u64) -> String {

@@ -138,6 +138,8 @@ pub struct Check {
     explore_runs: u64,
     /// Hashes of the decision paths explored, to count distinct schedules.
     distinct: HashSet<u64>,
+    /// Depth-first runs made once no sampled run can follow, distinct by construction.
+    distinct_depth_first: u64,
     /// Whether `auto` has judged the tree, and the runs after which it switched to PCT.
     auto_judged: bool,
     switched_after_runs: Option<u64>,
@@ -176,6 +178,7 @@ impl Check {
             active: None,
             explore_runs: 0,
             distinct: HashSet::new(),
+            distinct_depth_first: 0,
             auto_judged: false,
             switched_after_runs: None,
             last_owned: true,
@@ -649,7 +652,14 @@ impl Check {
                     Err(e) => return Err(self.break_with(e)),
                 };
                 self.explore_runs += 1;
-                if self.distinct.len() < DISTINCT_SCHEDULES_MAX {
+                // Depth-first runs never repeat a schedule: remember hashes only where a
+                // schedule can come again (sampling, or auto before it has judged the tree),
+                // so that memory stays flat over a long exhaustive check.
+                let sampling = !matches!(explorer, Explorer::Dfs(_));
+                let may_switch = self.config.strategy == StrategyKind::Auto && !self.auto_judged;
+                if !(sampling || may_switch) {
+                    self.distinct_depth_first += 1;
+                } else if self.distinct.len() < DISTINCT_SCHEDULES_MAX {
                     self.distinct.insert(self.run.path_hash());
                 }
                 self.last_owned = match &explorer {
@@ -787,7 +797,7 @@ impl Check {
             runs: self.explore_runs,
             reason,
             strategy,
-            distinct_schedules: self.distinct.len() as u64,
+            distinct_schedules: self.distinct.len() as u64 + self.distinct_depth_first,
             shard: self.config.shard,
             switched_after_runs: self.switched_after_runs,
         }
