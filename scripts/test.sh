@@ -12,6 +12,7 @@ step "cargo fmt --check"
 cargo fmt --check
 step "cargo clippy (native and wasm32)"
 cargo clippy --all-targets --quiet -- -D warnings
+cargo clippy --all-targets --features testing --quiet -- -D warnings
 cargo clippy --target wasm32-unknown-unknown --quiet -- -D warnings
 step "cargo test"
 cargo test --quiet
