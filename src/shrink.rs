@@ -9,7 +9,10 @@
 //!
 //! 1. remove one event (with its faults and the scheduling choices that name its
 //!    invocations; faults on invocations the platform made are kept), first to last;
-//! 2. remove one fault, first to last;
+//! 2. remove one fault, first to last; when the fault killed a delivery and the schedule names
+//!    later deliveries of its event (a choice that ran the resend), first try renumbering those
+//!    one down, since without the crash the client does not resend and the delivery before
+//!    does what the resend did;
 //! 3. remove one scheduling choice, first to last: that point then takes its default, which
 //!    continues the invocation that ran the last step, so every removal is one context switch
 //!    fewer and the invocation runs on towards completion;
@@ -54,8 +57,9 @@ enum Stage {
     Verify,
     /// Try removing the event at this position of the best schedule.
     Events(usize),
-    /// Try removing the fault at this position.
-    Faults(usize),
+    /// Try removing the fault at this position; `renumbered`: the candidate that also renumbers
+    /// the later deliveries of its event (tried first, when there are any).
+    Faults(usize, bool),
     /// Try removing the scheduling choice at this position.
     Choices(usize),
     /// Try this many redeliveries.
@@ -125,8 +129,8 @@ impl Shrinker {
             self.stage = Stage::Done;
         }
         let best = &self.best.schedule;
-        // Each pass either yields a candidate or moves to a later stage; there are five.
-        for _ in 0..5 {
+        // Each pass either yields a candidate or moves to a later stage; there are six.
+        for _ in 0..6 {
             let candidate = match self.stage {
                 Stage::Verify => Candidate {
                     schedule: best.clone(),
@@ -163,10 +167,22 @@ impl Shrinker {
                     }
                 }
                 Stage::Events(_) => {
-                    self.stage = Stage::Faults(0);
+                    self.stage = Stage::Faults(0, true);
                     continue;
                 }
-                Stage::Faults(at) if at < best.faults.len() => {
+                Stage::Faults(at, true) if at < best.faults.len() => {
+                    match without_fault_renumbered(best, at, &self.events) {
+                        Some(schedule) => Candidate {
+                            schedule,
+                            strict: false,
+                        },
+                        None => {
+                            self.stage = Stage::Faults(at, false);
+                            continue;
+                        }
+                    }
+                }
+                Stage::Faults(at, false) if at < best.faults.len() => {
                     let mut schedule = best.clone();
                     schedule.faults.remove(at);
                     Candidate {
@@ -174,7 +190,7 @@ impl Shrinker {
                         strict: false,
                     }
                 }
-                Stage::Faults(_) => {
+                Stage::Faults(..) => {
                     self.stage = Stage::Choices(0);
                     continue;
                 }
@@ -240,12 +256,14 @@ impl Shrinker {
                     Stage::Events(at + 1)
                 };
             }
-            Stage::Faults(at) => {
+            Stage::Faults(at, renumbered) => {
                 self.stage = if success {
                     self.accept(&candidate, outcome);
                     Stage::Events(0)
+                } else if renumbered {
+                    Stage::Faults(at, false)
                 } else {
-                    Stage::Faults(at + 1)
+                    Stage::Faults(at + 1, true)
                 };
             }
             Stage::Choices(at) => {
@@ -307,6 +325,47 @@ impl Shrinker {
             trace: outcome.trace,
         };
     }
+}
+
+/// `best` without fault `at`, with the later deliveries of the fault's event renumbered one down
+/// in the other faults and in the choices (`req-1#2` becomes `req-1#1`); `None` when the fault
+/// belongs to no driver event or nothing names a later delivery.
+fn without_fault_renumbered(best: &Schedule, at: usize, events: &[String]) -> Option<Schedule> {
+    let fault = &best.faults[at];
+    let name = events.get(fault.event? as usize)?;
+    let prefix = format!("{name}#");
+    let killed = delivery_of(&fault.invocation, &prefix)?;
+    let renumber = |invocation: &mut String| -> bool {
+        match delivery_of(invocation, &prefix) {
+            Some(n) if n > killed => {
+                let rest = &invocation[prefix.len() + n.to_string().len()..];
+                *invocation = format!("{prefix}{}{rest}", n - 1);
+                true
+            }
+            _ => false,
+        }
+    };
+    let mut schedule = best.clone();
+    schedule.faults.remove(at);
+    let mut changed = false;
+    for other in &mut schedule.faults {
+        changed |= renumber(&mut other.invocation);
+    }
+    for choice in &mut schedule.choices {
+        changed |= renumber(&mut choice.take.invocation);
+        if let Some(instead) = &mut choice.instead {
+            changed |= renumber(&mut instead.invocation);
+        }
+    }
+    changed.then_some(schedule)
+}
+
+/// The delivery number of an invocation of the event whose ids start with `prefix`
+/// (`req-1#`): 2 for `req-1#2` and `req-1#2/0`.
+fn delivery_of(invocation: &str, prefix: &str) -> Option<u32> {
+    let rest = invocation.strip_prefix(prefix)?;
+    let digits = rest.split('/').next()?;
+    digits.parse().ok()
 }
 
 fn verify_trace(recorded: &[String], replayed: &[String]) -> Result<()> {
@@ -506,7 +565,7 @@ mod tests {
 #[cfg(test)]
 mod choice_tests {
     use super::*;
-    use crate::schedule::{Choice, Step};
+    use crate::schedule::{Choice, FaultKind, Step};
 
     fn choice(instead: &str, take: &str) -> Choice {
         let step = |invocation: &str| Step {
@@ -557,5 +616,53 @@ mod choice_tests {
             vec![choice("req-1#1", "req-2#1")]
         );
         assert_eq!(shrinker.best().message, "1 switches");
+    }
+
+    /// Breaks when req-2 runs before req-1's delivery finishes its effect #0, whichever
+    /// delivery of req-1 that is; faults are reported as they fire.
+    fn race_oracle(schedule: &Schedule) -> Outcome {
+        let broken = schedule
+            .choices
+            .iter()
+            .any(|c| c.take.invocation == "req-2#1" && c.instead.is_some());
+        Outcome {
+            violation: broken.then(|| Violation {
+                invariant: "i".into(),
+                message: format!("{} faults", schedule.faults.len()),
+            }),
+            faults: schedule.faults.clone(),
+            redeliveries_used: schedule.redeliveries_max,
+            choices: schedule.choices.clone(),
+            trace: vec![format!("{:?} {:?}", schedule.faults, schedule.choices)],
+        }
+    }
+
+    #[test]
+    fn drops_a_crash_whose_resend_only_carried_the_race() {
+        let crash = Fault {
+            kind: FaultKind::CrashBefore,
+            invocation: "req-1#1".into(),
+            event: Some(0),
+            effect: 1,
+            label: "D1:DB run".into(),
+        };
+        let original = Schedule {
+            base_seed: 7,
+            events: vec![0, 1],
+            faults: vec![crash],
+            redeliveries_max: 1,
+            // The race as found: between the resend's steps.
+            choices: vec![choice("req-1#2", "req-2#1")],
+        };
+        let first = race_oracle(&original);
+        let mut shrinker = Shrinker::new(original, first.violation.unwrap(), first.trace, 100)
+            .for_events(vec!["req-1".into(), "req-2".into()]);
+        while let Some(candidate) = shrinker.next_candidate() {
+            shrinker.report(race_oracle(&candidate.schedule)).unwrap();
+        }
+        let best = &shrinker.best().schedule;
+        assert_eq!(best.faults, vec![]);
+        assert_eq!(best.choices, vec![choice("req-1#1", "req-2#1")]);
+        assert_eq!(best.redeliveries_max, 0);
     }
 }

@@ -75,6 +75,13 @@ describe("a check-then-insert race in D1 (examples/signup-race)", () => {
     expect(result.verdict).toBe("BOUNDED");
   });
 
+  it("shrinks to the race alone when crashes and resends are explored too", async () => {
+    const result = violated(await check(fixture("signup-retries.sim.ts")));
+    expect(result.faults).toEqual([]);
+    expect(result.eventsKept).toEqual(["req-1", "req-2"]);
+    expect(result.runSeed).toMatch(/:-:0:[^:]+$/);
+  });
+
   it("gives the same verdict and trace every time", async () => {
     const [a, b] = [
       await check(example("signup-race/signup.sim.ts")),
