@@ -110,6 +110,10 @@ describe("a read-modify-write across an await in a Durable Object", () => {
     expect((await check(fixture("seats/seats.fixed.sim.ts"))).verdict).toBe("BOUNDED");
   });
 
+  it("is BOUNDED when the booking runs under blockConcurrencyWhile", async () => {
+    expect((await check(fixture("seats/seats.gated.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+
   it("is BOUNDED with one invocation at a time: the race needs the interleaving", async () => {
     const result = await check(interleaved(fixture("seats/seats.sim.ts"), 1));
     expect(result.verdict).toBe("BOUNDED");
