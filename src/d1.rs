@@ -327,8 +327,14 @@ impl Databases {
         if self.databases.contains_key(name) {
             return Ok(());
         }
-        let connection = Connection::open_in_memory()
-            .map_err(|e| Error::new(format!("cannot open D1 database '{name}': {e}")))?;
+        let cannot =
+            |e: rusqlite::Error| Error::new(format!("cannot open D1 database '{name}': {e}"));
+        let connection = Connection::open_in_memory().map_err(cannot)?;
+        // D1's page size (SQLite's default); the wasm build of SQLite defaults to 8 KiB pages,
+        // which doubles what the run's transaction journals for every page it first writes.
+        connection
+            .execute_batch("PRAGMA page_size = 4096")
+            .map_err(cannot)?;
         self.databases
             .insert(name.to_string(), Database::new(connection, None));
         Ok(())
