@@ -136,7 +136,7 @@ function coveragePage(result: CheckResult & { verdict: "BOUNDED" | "INCOMPLETE" 
         : `The limit on runs was reached after ${plural(result.runs, "schedule")}, before every schedule within the bounds had run.`;
   const meaning =
     result.verdict === "BOUNDED"
-      ? `Every placement of at most ${plural(b.maxFaultsPerRun, "fault")} per run, at every effect of every invocation, ran with every resend it caused (up to ${plural(b.maxRedeliveries, "redelivery")} of each event, one invocation at a time), and every invariant held at the end of every run.`
+      ? `Every placement of at most ${plural(b.maxFaultsPerRun, "fault")} per run, at every effect of every invocation, ran with every resend it caused (up to ${plural(b.maxRedeliveries, "redelivery")} of each event, ${b.maxConcurrentInvocations === 1 ? "one invocation at a time" : `in every interleaving of up to ${b.maxConcurrentInvocations} invocations at once`}), and every invariant held at the end of every run.`
       : "No invariant broke in the schedules that ran, but this is not a proof: raise bounds.budgetMs or tighten the bounds.";
   return page(
     result,

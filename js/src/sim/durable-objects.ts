@@ -22,8 +22,10 @@
  * - One instance per object per run, kept in `run.memo`, constructed `new Class(ctx, env)` on the
  *   first call. An invocation of the object that dies (a fault at one of its own effects) takes
  *   the instance with it: the isolate holding its memory is gone, as on Cloudflare.
- * - One invocation runs at a time, so input gates have nothing to hold back:
- *   `blockConcurrencyWhile` only has to finish before the object serves its next call.
+ * - Input gates: storage calls are local to the object, not effects, so nothing interleaves
+ *   with them; with several invocations live, another call reaches the object only while one
+ *   awaits an effect (a fetch, another binding). `blockConcurrencyWhile` holds every new call
+ *   until its callback settles.
  * - Alarms run as platform work after the event that set them (the virtual clock does not wait
  *   for their time): `alarm-<n>#<attempt>`, retried when the handler throws or dies, at most 6
  *   times (docs: "up to 6 retries"), each retry as the engine's redeliveries allow.
