@@ -96,7 +96,7 @@ describe("a check-then-insert race in D1 (examples/signup-race)", () => {
 
 describe("a read-modify-write across an await in a Durable Object", () => {
   it("is VIOLATED: a booking runs while the other's charge is in flight", async () => {
-    const result = violated(await check(fixture("seats/seats.sim.ts")));
+    const result = violated(await check(example("seats-race/seats.sim.ts")));
     expect(result.message).toBe("2 bookings succeeded for a show with 1 seat");
     expect(result.faults).toEqual([]);
     // The second booking reaches the object between the first one's call and its charge.
@@ -107,15 +107,15 @@ describe("a read-modify-write across an await in a Durable Object", () => {
   });
 
   it("is BOUNDED when the seat is held before the charge", async () => {
-    expect((await check(fixture("seats/seats.fixed.sim.ts"))).verdict).toBe("BOUNDED");
+    expect((await check(example("seats-race/seats.fixed.sim.ts"))).verdict).toBe("BOUNDED");
   });
 
   it("is BOUNDED when the booking runs under blockConcurrencyWhile", async () => {
-    expect((await check(fixture("seats/seats.gated.sim.ts"))).verdict).toBe("BOUNDED");
+    expect((await check(example("seats-race/seats.gated.sim.ts"))).verdict).toBe("BOUNDED");
   });
 
   it("is BOUNDED with one invocation at a time: the race needs the interleaving", async () => {
-    const result = await check(interleaved(fixture("seats/seats.sim.ts"), 1));
+    const result = await check(interleaved(example("seats-race/seats.sim.ts"), 1));
     expect(result.verdict).toBe("BOUNDED");
   });
 });
@@ -136,8 +136,8 @@ describe("a promise a module shares between requests", () => {
 const SMALL = [
   example("signup-race/signup.sim.ts"),
   example("signup-race/signup.fixed.sim.ts"),
-  fixture("seats/seats.sim.ts"),
-  fixture("seats/seats.fixed.sim.ts"),
+  example("seats-race/seats.sim.ts"),
+  example("seats-race/seats.fixed.sim.ts"),
 ];
 const SMALL_INTERLEAVED = [
   "service-binding/checkout.sim.ts",
