@@ -44,6 +44,10 @@ const OPTIONS = {
     value: "N",
     help: "with pct: the bug depth (default 3), N - 1 priority changes per run",
   },
+  "no-reduction": {
+    type: "boolean",
+    help: "explore every interleaving, without partial-order reduction (for Workers that share mutable module-level state between requests)",
+  },
   workers: {
     type: "string",
     value: "N",
@@ -197,6 +201,7 @@ function request(values: Values, positionals: readonly string[]): Request | stri
     ...(shard === undefined ? {} : { shard }),
     ...(values.strategy === undefined ? {} : { strategy: values.strategy as CheckOptions["strategy"] }),
     ...(values["pct-depth"] === undefined ? {} : { pctDepth: Number(values["pct-depth"]) }),
+    ...(values["no-reduction"] ? { partialOrderReduction: false } : {}),
   };
   return { command, scenario, options, workers: Number(values.workers ?? 1), values };
 }

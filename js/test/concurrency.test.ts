@@ -5,6 +5,7 @@
  * itself honestly and its counterexamples replay, and shards merge to the unsplit verdict.
  */
 
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
@@ -170,6 +171,23 @@ describe("partial-order reduction", () => {
     }
     expect(full / reduced).toBeGreaterThan(3);
   }, 120_000);
+});
+
+describe("--no-reduction", () => {
+  it("explores every interleaving from the command line, for the same verdict", () => {
+    const cli = (...args: string[]) => {
+      const run = spawnSync(process.execPath, [`${root}js/bin/eutaxy.js`, "check", ...args, "--json"], {
+        cwd: `${root}examples/signup-race`,
+        encoding: "utf8",
+      });
+      expect(run.status).toBe(0);
+      return JSON.parse(run.stdout) as { verdict: string; runs: number };
+    };
+    const reduced = cli("./signup.fixed.sim.ts");
+    const full = cli("./signup.fixed.sim.ts", "--no-reduction");
+    expect([reduced.verdict, full.verdict]).toEqual(["BOUNDED", "BOUNDED"]);
+    expect(full.runs).toBeGreaterThan(reduced.runs);
+  });
 });
 
 describe("sampling", () => {
