@@ -37,6 +37,37 @@ export class SimulationError extends Error {
   }
 }
 
+/**
+ * An error as plain data, to cross to where the check was asked for (from workerd, from a worker
+ * thread) and be raised there as the same kind of error: a class does not cross.
+ */
+export type CarriedError =
+  | { readonly kind: "input"; readonly file: string | undefined; readonly problem: string }
+  | { readonly kind: "simulation"; readonly message: string }
+  | { readonly kind: "internal"; readonly message: string; readonly stack: string | undefined };
+
+export function carry(error: unknown): CarriedError {
+  if (error instanceof InputError) return { kind: "input", file: error.file, problem: error.problem };
+  if (error instanceof SimulationError) return { kind: "simulation", message: error.message };
+  if (error instanceof Error) return { kind: "internal", message: error.message, stack: error.stack };
+  return { kind: "internal", message: String(error), stack: undefined };
+}
+
+/** The error `carried` was, to throw again; `where` marks an internal error's stack. */
+export function uncarry(carried: CarriedError, where?: string): Error {
+  switch (carried.kind) {
+    case "input":
+      return new InputError(carried.file, carried.problem);
+    case "simulation":
+      return new SimulationError(carried.message);
+    case "internal": {
+      const error = new Error(carried.message);
+      if (carried.stack) error.stack = where ? `${carried.stack}\n    (${where})` : carried.stack;
+      return error;
+    }
+  }
+}
+
 export const ExitCode = {
   Bounded: 0,
   Violated: 1,

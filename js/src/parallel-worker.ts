@@ -7,7 +7,8 @@
 
 import { parentPort, workerData } from "node:worker_threads";
 import { check } from "./check.ts";
-import { crossed, type WorkerMessage, type WorkerTask } from "./parallel.ts";
+import { carry } from "./errors.ts";
+import type { WorkerMessage, WorkerTask } from "./parallel.ts";
 import type { Progress } from "./progress.ts";
 
 /** A worker posts its progress at most this often: the line is redrawn ten times a second at most. */
@@ -22,7 +23,7 @@ try {
   const result = await check(scenarioPath, progress ? { ...options, onProgress: throttled() } : options);
   post({ kind: "result", result });
 } catch (error) {
-  post({ kind: "error", error: crossed(error) });
+  post({ kind: "error", error: carry(error) });
 }
 
 /** Posts progress when the phase changes and otherwise every PROGRESS_EVERY_MS at most. */

@@ -16,7 +16,7 @@
 import { Worker } from "node:worker_threads";
 import { type CheckOptions, type CheckResult, check } from "./check.ts";
 import type { StrategyName } from "./engine.ts";
-import { InputError, SimulationError } from "./errors.ts";
+import { type CarriedError, InputError, uncarry } from "./errors.ts";
 import { mergeResults } from "./merge.ts";
 import type { Progress } from "./progress.ts";
 import { renderReport } from "./report.ts";
@@ -43,13 +43,7 @@ export interface WorkerTask {
 export type WorkerMessage =
   | { readonly kind: "progress"; readonly progress: Progress }
   | { readonly kind: "result"; readonly result: CheckResult }
-  | { readonly kind: "error"; readonly error: CrossedError };
-
-/** An error a worker's check ended with, as plain data: an error's class does not cross threads. */
-export type CrossedError =
-  | { readonly kind: "input"; readonly file: string | undefined; readonly problem: string }
-  | { readonly kind: "simulation"; readonly message: string }
-  | { readonly kind: "internal"; readonly message: string; readonly stack: string | undefined };
+  | { readonly kind: "error"; readonly error: CarriedError };
 
 /** How one shard's worker ended. */
 export type Ending = { readonly result: CheckResult } | { readonly error: Error };
@@ -170,7 +164,7 @@ function runShards(
         } else {
           end(
             index,
-            message.kind === "result" ? { result: message.result } : { error: uncrossed(message.error) },
+            message.kind === "result" ? { result: message.result } : { error: uncarry(message.error) },
           );
         }
       });
@@ -244,24 +238,4 @@ function coverage(results: readonly CheckResult[]): {
     }
   }
   return { strategy, distinctSchedules, ...(switchedAfterRuns === undefined ? {} : { switchedAfterRuns }) };
-}
-
-/** The error a worker's check ended with, as data the worker can post. */
-export function crossed(error: unknown): CrossedError {
-  if (error instanceof InputError) return { kind: "input", file: error.file, problem: error.problem };
-  if (error instanceof SimulationError) return { kind: "simulation", message: error.message };
-  const { message, stack } = error instanceof Error ? error : { message: String(error), stack: undefined };
-  return { kind: "internal", message, stack };
-}
-
-/** A worker's error as the error `check()` would have thrown in this thread. */
-function uncrossed(error: CrossedError): Error {
-  switch (error.kind) {
-    case "input":
-      return new InputError(error.file, error.problem);
-    case "simulation":
-      return new SimulationError(error.message);
-    case "internal":
-      return Object.assign(new Error(error.message), { stack: error.stack });
-  }
 }

@@ -10,10 +10,10 @@ import "./prelude.ts";
 import { initSync, Engine as WasmEngine } from "eutaxy:engine-web";
 import process from "node:process";
 import type { Engine, EngineConfig } from "../engine.ts";
-import { InputError, SimulationError } from "../errors.ts";
+import { carry } from "../errors.ts";
 import { explore } from "../explore.ts";
 import type { WorkerModule } from "../load/bundle.ts";
-import type { CarriedError, HostAnswer, HostRequest, ModuleFactory } from "./protocol.ts";
+import type { HostAnswer, HostRequest, ModuleFactory } from "./protocol.ts";
 import { decodeWorld } from "./world-data.ts";
 
 export interface HostParts {
@@ -58,13 +58,6 @@ function workerModule(
   };
 }
 
-function carried(error: unknown): CarriedError {
-  if (error instanceof InputError) return { kind: "input", file: error.file, problem: error.problem };
-  if (error instanceof SimulationError) return { kind: "simulation", message: error.message };
-  if (error instanceof Error) return { kind: "internal", message: error.message, stack: error.stack };
-  return { kind: "internal", message: String(error), stack: undefined };
-}
-
 async function answer(parts: HostParts, request: HostRequest): Promise<HostAnswer> {
   try {
     // Messages name files relative to the working folder, which is Node's.
@@ -87,7 +80,7 @@ async function answer(parts: HostParts, request: HostRequest): Promise<HostAnswe
     });
     return { result };
   } catch (error) {
-    return { error: carried(error) };
+    return { error: carry(error) };
   }
 }
 

@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import type { Readable } from "node:stream";
 import { Miniflare } from "miniflare";
-import { InputError, SimulationError, shown } from "../errors.ts";
+import { InputError, shown, uncarry } from "../errors.ts";
 import type { CheckResult, Exploration } from "../explore.ts";
 import type { World } from "../sim/world.ts";
 import {
@@ -89,18 +89,7 @@ export async function exploreInWorkerd(exploration: Omit<Exploration, "createEng
     await mf.dispose().catch(() => {});
   }
   if ("result" in answer) return answer.result;
-  const carried = answer.error;
-  switch (carried.kind) {
-    case "input":
-      throw new InputError(carried.file, carried.problem);
-    case "simulation":
-      throw new SimulationError(carried.message);
-    default: {
-      const error = new Error(carried.message);
-      if (carried.stack) error.stack = `${carried.stack}\n    (inside workerd)`;
-      throw error;
-    }
-  }
+  throw uncarry(answer.error, "inside workerd");
 }
 
 /** Bytes of workerd's stderr kept while it starts, to say why it could not. */

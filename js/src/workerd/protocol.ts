@@ -4,6 +4,7 @@
  * parts, so Node raises the same InputError or SimulationError with the same message.
  */
 
+import type { CarriedError } from "../errors.ts";
 import type { CheckResult, ResolvedBounds, Search, Shard } from "../explore.ts";
 import type { WorldData } from "./world-data.ts";
 
@@ -19,11 +20,6 @@ export interface HostRequest {
   /** The SQL of every `d1Schema` file, by its absolute path. */
   readonly schemas: [string, string][];
 }
-
-export type CarriedError =
-  | { readonly kind: "input"; readonly file: string | undefined; readonly problem: string }
-  | { readonly kind: "simulation"; readonly message: string }
-  | { readonly kind: "internal"; readonly message: string; readonly stack: string | undefined };
 
 export type HostAnswer = { readonly result: CheckResult } | { readonly error: CarriedError };
 
