@@ -343,7 +343,9 @@ mod reduction {
 
     use eutaxy_engine::check::Check;
     use eutaxy_engine::config::{CheckConfig, InvariantSpec};
-    use eutaxy_engine::testing::{config, ConcurrentHost, FakeEffect};
+    use eutaxy_engine::testing::{
+        check_then_insert, config, read_then_write, ConcurrentHost, FakeEffect,
+    };
     use eutaxy_engine::verdict::Verdict;
 
     use crate::{kind, median};
@@ -437,38 +439,6 @@ mod reduction {
             system("rtw(a) + rtw(b) + check_then_insert", three(), 1, false),
             system("3x read_then_write, same row", three_same(), 0, false),
             system("3x read_then_write, same row", three_same(), 1, false),
-        ]
-    }
-
-    /// A read, then a write that depends on it: lost updates show in the final state.
-    fn read_then_write(table: &str) -> Vec<FakeEffect> {
-        vec![
-            FakeEffect::sql(
-                "D1:DB read",
-                "DB",
-                &format!("SELECT balance FROM {table} WHERE id = 1"),
-            ),
-            FakeEffect::sql(
-                "D1:DB write",
-                "DB",
-                &format!("UPDATE {table} SET balance = balance * 10 + $N WHERE id = 1"),
-            ),
-        ]
-    }
-
-    fn check_then_insert() -> Vec<FakeEffect> {
-        vec![
-            FakeEffect::sql(
-                "D1:DB check",
-                "DB",
-                "SELECT 1 FROM charges WHERE order_id = 'o-1'",
-            )
-            .stop_if_rows(),
-            FakeEffect::sql(
-                "D1:DB insert",
-                "DB",
-                "INSERT INTO charges (order_id) VALUES ('o-1')",
-            ),
         ]
     }
 

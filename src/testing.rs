@@ -64,6 +64,40 @@ impl FakeEffect {
     }
 }
 
+/// A read, then a write that depends on what was read: lost updates show in the final state.
+pub fn read_then_write(table: &str) -> Vec<FakeEffect> {
+    vec![
+        FakeEffect::sql(
+            "D1:DB read",
+            "DB",
+            &format!("SELECT balance FROM {table} WHERE id = 1"),
+        ),
+        FakeEffect::sql(
+            "D1:DB write",
+            "DB",
+            &format!("UPDATE {table} SET balance = balance * 10 + $N WHERE id = 1"),
+        ),
+    ]
+}
+
+/// A check for an order's charge, then its insert when there was none: the race of two such
+/// invocations charges twice.
+pub fn check_then_insert() -> Vec<FakeEffect> {
+    vec![
+        FakeEffect::sql(
+            "D1:DB check",
+            "DB",
+            "SELECT 1 FROM charges WHERE order_id = 'o-1'",
+        )
+        .stop_if_rows(),
+        FakeEffect::sql(
+            "D1:DB insert",
+            "DB",
+            "INSERT INTO charges (order_id) VALUES ('o-1')",
+        ),
+    ]
+}
+
 /// Work the platform makes after the driver's events (a queue batch): its name, the effects of
 /// each delivery, and how often the platform retries it when a delivery dies.
 #[derive(Debug, Clone)]

@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use super::*;
 use crate::config::{InvariantSpec, StrategyKind};
 use crate::shard::Shard;
-use crate::testing::{config, ConcurrentHost, FakeEffect, PlayedRun};
+use crate::testing::{
+    check_then_insert, config, read_then_write, ConcurrentHost, FakeEffect, PlayedRun,
+};
 
 const SCHEMA: &str = "CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER);
     INSERT INTO accounts VALUES (1, 0), (2, 0);
@@ -43,38 +45,6 @@ fn state(check: &mut Check) -> String {
          (SELECT group_concat(v) FROM log3)",
     );
     format!("{accounts} {other} {charges} {vars} {logs}")
-}
-
-/// A read, then a write that depends on what was read: lost updates show in the final state.
-fn read_then_write(table: &str) -> Vec<FakeEffect> {
-    vec![
-        FakeEffect::sql(
-            "D1:DB read",
-            "DB",
-            &format!("SELECT balance FROM {table} WHERE id = 1"),
-        ),
-        FakeEffect::sql(
-            "D1:DB write",
-            "DB",
-            &format!("UPDATE {table} SET balance = balance * 10 + $N WHERE id = 1"),
-        ),
-    ]
-}
-
-fn check_then_insert() -> Vec<FakeEffect> {
-    vec![
-        FakeEffect::sql(
-            "D1:DB check",
-            "DB",
-            "SELECT 1 FROM charges WHERE order_id = 'o-1'",
-        )
-        .stop_if_rows(),
-        FakeEffect::sql(
-            "D1:DB insert",
-            "DB",
-            "INSERT INTO charges (order_id) VALUES ('o-1')",
-        ),
-    ]
 }
 
 fn explore(
