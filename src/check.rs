@@ -62,6 +62,8 @@ pub struct RunPlan {
     /// Indexes into the configured events, in delivery order.
     pub events: Vec<u32>,
     pub phase: Phase,
+    /// Whether the run keeps a trace; when not, the host need not send its lines.
+    pub trace: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -174,7 +176,7 @@ impl Check {
             databases: Databases::new(),
             baselines: Vec::new(),
             state,
-            run: Run::new(init_seed, Vec::new()),
+            run: Run::new(init_seed, Vec::new(), true),
             active: None,
             explore_runs: 0,
             distinct: HashSet::new(),
@@ -339,9 +341,16 @@ impl Check {
         };
         self.databases.restore()?;
         self.databases.reseed(base_seed);
-        self.run = Run::new(base_seed, events.clone());
+        // Exploring runs keep no trace: one that violates is replayed (the shrinker's first
+        // candidate), and that replay's trace is the one reported.
+        let trace = phase != Phase::Explore;
+        self.run = Run::new(base_seed, events.clone(), trace);
         self.active = Some(active);
-        Ok(Some(RunPlan { events, phase }))
+        Ok(Some(RunPlan {
+            events,
+            phase,
+            trace,
+        }))
     }
 
     /// Decides what happens at effect `effect` of `invocation`, before the effect happens.
@@ -420,8 +429,12 @@ impl Check {
             });
         }
         self.run
-            .trace(format!("{invocation} effect #{effect} {label}: {decision}"));
+            .trace_with(|| format!("{invocation} effect #{effect} {label}: {decision}"));
         self.run.fold_path(decision as u64);
+        self.run.fingerprint_bytes(invocation.as_bytes());
+        self.run.fingerprint_u64(u64::from(effect));
+        self.run.fingerprint_bytes(label.as_bytes());
+        self.run.fingerprint_u64(decision as u64);
         // With concurrent invocations time is causal and moves at `choose`.
         if !concurrent {
             self.run.end_effect();
@@ -473,12 +486,15 @@ impl Check {
         };
         assert!(chosen < options.len(), "a strategy chose a missing option");
         if options.len() > 1 {
-            self.run.trace(format!(
-                "schedule: {} (of {} pending)",
-                options[chosen].label,
-                options.len()
-            ));
+            self.run.trace_with(|| {
+                format!(
+                    "schedule: {} (of {} pending)",
+                    options[chosen].label,
+                    options.len()
+                )
+            });
         }
+        self.run.fingerprint_bytes(options[chosen].label.as_bytes());
         self.run.record_choice(options, current, chosen);
         Ok(chosen)
     }
@@ -549,12 +565,14 @@ impl Check {
             )));
         }
         let granted = delivery - 1 <= active.redeliveries_max;
+        self.run.fingerprint_bytes(name.as_bytes());
+        self.run.fingerprint_u64(u64::from(delivery) << 1 | u64::from(granted));
         if granted {
-            self.run.trace(format!("redeliver {name}#{delivery}"));
+            self.run.trace_with(|| format!("redeliver {name}#{delivery}"));
         } else {
-            self.run.trace(format!(
-                "redeliver {name}#{delivery}: refused, out of redeliveries"
-            ));
+            self.run.trace_with(|| {
+                format!("redeliver {name}#{delivery}: refused, out of redeliveries")
+            });
         }
         Ok(granted)
     }
@@ -585,15 +603,18 @@ impl Check {
 
     pub fn d1_run(&mut self, db: &str, sql: &str, params: &[Value]) -> Result<RawResult> {
         let result = self.databases.run(db, sql, params);
-        let outcome = match &result {
-            Ok(r) => describe_result(r),
-            Err(e) => format!("error: {e}"),
-        };
-        self.run.trace(format!(
-            "  D1 {db}: {}{} -> {outcome}",
-            one_line(sql),
-            describe_params(params)
-        ));
+        self.fingerprint_statement(db, sql, params, result.as_ref().map_err(|_| ()));
+        self.run.trace_with(|| {
+            let outcome = match &result {
+                Ok(r) => describe_result(r),
+                Err(e) => format!("error: {e}"),
+            };
+            format!(
+                "  D1 {db}: {}{} -> {outcome}",
+                one_line(sql),
+                describe_params(params)
+            )
+        });
         result
     }
 
@@ -601,27 +622,66 @@ impl Check {
         let result = self.databases.batch(db, statements);
         for (i, statement) in statements.iter().enumerate() {
             let outcome = match &result {
-                Ok(results) => results.get(i).map_or_else(String::new, describe_result),
-                Err(e) => format!("rolled back: {e}"),
+                Ok(results) => results.get(i).ok_or(()),
+                Err(_) => Err(()),
             };
-            self.run.trace(format!(
-                "  D1 {db} batch[{i}]: {}{} -> {outcome}",
-                one_line(&statement.sql),
-                describe_params(&statement.params)
-            ));
+            self.fingerprint_statement(db, &statement.sql, &statement.params, outcome);
+            self.run.trace_with(|| {
+                let outcome = match &result {
+                    Ok(results) => results.get(i).map_or_else(String::new, describe_result),
+                    Err(e) => format!("rolled back: {e}"),
+                };
+                format!(
+                    "  D1 {db} batch[{i}]: {}{} -> {outcome}",
+                    one_line(&statement.sql),
+                    describe_params(&statement.params)
+                )
+            });
         }
         result
     }
 
     pub fn d1_exec(&mut self, db: &str, sql: &str) -> Result<u64> {
         let result = self.databases.exec(db, sql);
-        let outcome = match &result {
-            Ok(count) => format!("{count} statements"),
-            Err(e) => format!("error: {e}"),
-        };
+        self.run.fingerprint_bytes(db.as_bytes());
+        self.run.fingerprint_bytes(sql.as_bytes());
         self.run
-            .trace(format!("  D1 {db} exec: {} -> {outcome}", one_line(sql)));
+            .fingerprint_u64(result.as_ref().map_or(u64::MAX, |count| *count));
+        self.run.trace_with(|| {
+            let outcome = match &result {
+                Ok(count) => format!("{count} statements"),
+                Err(e) => format!("error: {e}"),
+            };
+            format!("  D1 {db} exec: {} -> {outcome}", one_line(sql))
+        });
         result
+    }
+
+    /// Folds a D1 statement, its parameters and what it answered (rows, changes, the last
+    /// row id; `Err` for an error) into the run's fingerprint.
+    fn fingerprint_statement(
+        &mut self,
+        db: &str,
+        sql: &str,
+        params: &[Value],
+        outcome: std::result::Result<&RawResult, ()>,
+    ) {
+        let run = &mut self.run;
+        run.fingerprint_bytes(db.as_bytes());
+        run.fingerprint_bytes(sql.as_bytes());
+        for value in params {
+            fingerprint_value(run, value);
+        }
+        let Ok(result) = outcome else {
+            run.fingerprint_u64(u64::MAX);
+            return;
+        };
+        run.fingerprint_u64(result.changes);
+        run.fingerprint_u64(result.last_row_id as u64);
+        run.fingerprint_u64(result.rows.len() as u64);
+        for value in result.rows.iter().flatten() {
+            fingerprint_value(run, value);
+        }
     }
 
     /// Ends the run: evaluates the invariants in order and moves the check on. `host` is the
@@ -679,7 +739,7 @@ impl Check {
                         Shrinker::new(
                             schedule,
                             violation.clone(),
-                            self.run.trace_lines().to_vec(),
+                            self.run.fingerprint(),
                             self.config.shrink_runs_max,
                         )
                         .for_events(self.config.events.clone()),
@@ -701,6 +761,7 @@ impl Check {
                     redeliveries_used: self.run.redeliveries_used(),
                     choices: self.run.choices().to_vec(),
                     trace: self.run.trace_lines().to_vec(),
+                    fingerprint: self.run.fingerprint(),
                 };
                 if let Err(e) = shrinker.report(outcome) {
                     return Err(self.break_with(e));
@@ -869,6 +930,28 @@ impl Check {
 
 #[cfg(test)]
 mod tests;
+
+fn fingerprint_value(run: &mut Run, value: &Value) {
+    match value {
+        Value::Null => run.fingerprint_u64(0),
+        Value::Integer(i) => {
+            run.fingerprint_u64(1);
+            run.fingerprint_u64(*i as u64);
+        }
+        Value::Real(r) => {
+            run.fingerprint_u64(2);
+            run.fingerprint_u64(r.to_bits());
+        }
+        Value::Text(text) => {
+            run.fingerprint_u64(3);
+            run.fingerprint_bytes(text.as_bytes());
+        }
+        Value::Blob(bytes) => {
+            run.fingerprint_u64(4);
+            run.fingerprint_bytes(bytes);
+        }
+    }
+}
 
 fn describe_params(params: &[Value]) -> String {
     if params.is_empty() {

@@ -201,7 +201,9 @@ impl SizeCache {
                 size
             }
         };
-        let pages: i64 = connection.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+        let pages: i64 = connection
+            .prepare_cached("PRAGMA page_count")?
+            .query_row([], |r| r.get(0))?;
         let bytes = u64::try_from(pages.saturating_mul(page_size)).unwrap_or(0);
         self.bytes = Some(bytes);
         Ok(bytes)

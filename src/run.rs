@@ -30,8 +30,15 @@ pub struct Run {
     events: Vec<u32>,
     streams: BTreeMap<String, SplitMix64>,
     now_ms: u64,
+    /// Whether the run keeps a trace: runs whose trace may be reported (shrinking, replays)
+    /// do; exploring runs do not, since a violation is replayed before it is reported.
+    tracing: bool,
     trace: Vec<String>,
     trace_truncated: bool,
+    /// FNV-1a over what the run did that the engine sees (each decision with its invocation,
+    /// effect and label; each D1 statement with its parameters and outcome), kept whether or
+    /// not the run traces: a replay that must reproduce a run compares fingerprints.
+    fingerprint: u64,
     faults: Vec<Fault>,
     /// The number of decide calls so far.
     effects: usize,
@@ -54,15 +61,17 @@ pub struct Run {
 }
 
 impl Run {
-    pub fn new(base_seed: u64, events: Vec<u32>) -> Self {
+    pub fn new(base_seed: u64, events: Vec<u32>, tracing: bool) -> Self {
         let redeliveries = vec![0; events.len()];
         Self {
             base_seed,
             events,
             streams: BTreeMap::new(),
             now_ms: CLOCK_START_MS,
+            tracing,
             trace: Vec::new(),
             trace_truncated: false,
+            fingerprint: PATH_HASH_START,
             faults: Vec::new(),
             effects: 0,
             redeliveries,
@@ -126,6 +135,23 @@ impl Run {
         self.path_hash
     }
 
+    /// Folds `bytes` into the run's fingerprint, then a separator, so that consecutive
+    /// strings cannot run into each other.
+    pub fn fingerprint_bytes(&mut self, bytes: &[u8]) {
+        for &byte in bytes.iter().chain(&[0xff]) {
+            self.fingerprint ^= u64::from(byte);
+            self.fingerprint = self.fingerprint.wrapping_mul(PATH_HASH_PRIME);
+        }
+    }
+
+    pub fn fingerprint_u64(&mut self, value: u64) {
+        self.fingerprint_bytes(&value.to_le_bytes());
+    }
+
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
     pub fn base_seed(&self) -> u64 {
         self.base_seed
     }
@@ -165,7 +191,22 @@ impl Run {
         self.now_ms += 1;
     }
 
+    /// Whether the run keeps a trace; when it does not, callers need not build their lines.
+    pub fn tracing(&self) -> bool {
+        self.tracing
+    }
+
+    /// Appends the line `line()` makes, if the run keeps a trace (it is not built otherwise).
+    pub fn trace_with(&mut self, line: impl FnOnce() -> String) {
+        if self.tracing {
+            self.trace(line());
+        }
+    }
+
     pub fn trace(&mut self, line: String) {
+        if !self.tracing {
+            return;
+        }
         if self.trace.len() < TRACE_LINES_MAX {
             self.trace.push(line);
         } else if !self.trace_truncated {
@@ -227,12 +268,12 @@ mod tests {
 
     #[test]
     fn streams_continue_within_a_run_and_restart_with_a_new_run() {
-        let mut first = Run::new(42, vec![0]);
+        let mut first = Run::new(42, vec![0], true);
         let (mut a, mut b) = ([0u8; 8], [0u8; 8]);
         first.fill_random("req-1#1", &mut a);
         first.fill_random("req-1#1", &mut b);
         assert_ne!(a, b);
-        let mut second = Run::new(42, vec![0]);
+        let mut second = Run::new(42, vec![0], true);
         let mut c = [0u8; 8];
         second.fill_random("req-1#1", &mut c);
         assert_eq!(a, c);
@@ -240,7 +281,7 @@ mod tests {
 
     #[test]
     fn clock_moves_only_at_effects() {
-        let mut run = Run::new(0, vec![]);
+        let mut run = Run::new(0, vec![], true);
         assert_eq!(run.now_ms(), CLOCK_START_MS);
         assert_eq!(run.begin_effect(), 1);
         assert_eq!(run.now_ms(), CLOCK_START_MS);

@@ -125,6 +125,11 @@ export interface RunPlan {
   /** Indexes into `EngineConfig.events`, in the order the driver delivers them. */
   readonly events: readonly number[];
   readonly phase: "explore" | "shrink" | "replay";
+  /**
+   * Whether the run keeps a trace. Exploring runs keep none (a violating one is replayed to get
+   * it), so the host need not build or send its lines.
+   */
+  readonly trace: boolean;
 }
 
 /**

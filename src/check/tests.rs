@@ -659,13 +659,8 @@ fn platform_redeliveries_are_bounded() {
     assert!(check.redeliver_platform("batch-1#1", 2).is_err());
     assert!(check.redeliver_platform("batch-1", 2).unwrap());
     assert!(!check.redeliver_platform("batch-1", 3).unwrap());
-    assert_eq!(
-        check.trace_lines(),
-        [
-            "redeliver batch-1#2",
-            "redeliver batch-1#3: refused, out of redeliveries"
-        ]
-    );
+    // An exploring run keeps no trace (a violating one is replayed to get it).
+    assert!(check.trace_lines().is_empty());
 }
 
 #[test]

@@ -76,5 +76,7 @@ export interface RunContext {
   fail(error: Error): void;
   /** Records a client's response. */
   respond(response: ClientResponse): void;
+  /** Whether this run keeps a trace (see `RunPlan.trace`); lines sent when not are dropped. */
+  readonly tracing: boolean;
   trace(line: string): void;
 }

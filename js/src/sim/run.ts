@@ -66,6 +66,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private readonly memos = new Map<string, unknown>();
   private running: Invocation | undefined;
   private stream = "init";
+  /** Set from the run's plan; until then (no plan yet) lines are kept. */
+  tracing = true;
   private invocations = 0;
   private platformWork = 0;
   /**
@@ -133,7 +135,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   }
 
   trace(line: string): void {
-    this.engine.trace(line);
+    if (this.tracing) this.engine.trace(line);
   }
 
   /** A failure that must end the check, raised by a binding where the Worker could catch it. */
@@ -142,6 +144,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   }
 
   async execute(plan: RunPlan): Promise<void> {
+    this.tracing = plan.trace;
     const deactivate = activate(this);
     try {
       for (const worker of this.world.workers) this.instantiate(worker);
@@ -391,7 +394,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
         (value) => {
           if (!callee.live) return;
           callee.state = "answered";
-          this.trace(`${callee.id} returned ${summarize(value)}`);
+          if (this.tracing) this.trace(`${callee.id} returned ${summarize(value)}`);
           this.resume(caller);
           resolve(value);
         },
