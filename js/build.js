@@ -1,6 +1,10 @@
 // Builds the TypeScript host into js/dist (ES modules for Node), as `pnpm build:host`.
 // Dependencies stay external: they are installed beside eutaxy.
+import { rmSync } from "node:fs";
 import { build } from "esbuild";
+
+// Chunk names change with their content: without this, every build leaves the last one's behind.
+rmSync("js/dist", { recursive: true, force: true });
 
 await build({
   // parallel-worker is the entry of --workers' threads, which load it by its path beside cli.js.

@@ -31,6 +31,7 @@
  *   times (docs: "up to 6 retries"), each retry as the engine's redeliveries allow.
  */
 
+import { cloneValue } from "./clone.ts";
 import type { RunContext } from "./context.ts";
 import {
   hexFromName,
@@ -176,8 +177,8 @@ function createStub(
         if (!(instance instanceof DurableObject)) throw new TypeError(NO_RPC);
         const fn = instance[method];
         if (typeof fn !== "function") throw notImplemented(method);
-        return fn.apply(instance, adoptDates(structuredClone(args)));
-      }).then((value) => adoptDates(structuredClone(value)));
+        return fn.apply(instance, adoptDates(cloneValue(args)));
+      }).then((value) => adoptDates(cloneValue(value)));
 
   return new Proxy(
     {},

@@ -5,6 +5,7 @@
  */
 
 import type { FootprintEntry } from "../engine.ts";
+import { cloneValue } from "./clone.ts";
 import type { RunContext } from "./context.ts";
 import type { EffectScope } from "./effect-scope.ts";
 import { callHandler } from "./handlers.ts";
@@ -64,7 +65,7 @@ export function serviceCalls(run: RunContext, caller: EffectScope, target: Servi
       rpc: async (method, args) => {
         const handler = handlers[method];
         if (typeof handler !== "function") throw notImplemented(method);
-        return structuredClone(await (handler as (...a: unknown[]) => unknown)(...structuredClone(args)));
+        return cloneValue(await (handler as (...a: unknown[]) => unknown)(...cloneValue(args)));
       },
       fetch: async (request) => {
         if (!handlers.fetch) throw notImplemented("fetch");
@@ -97,10 +98,10 @@ export function serviceCalls(run: RunContext, caller: EffectScope, target: Servi
             const instance = new Entry(ctx, env) as Record<string, unknown>;
             const fn = instance[method];
             if (typeof fn !== "function" || method === "constructor") throw notImplemented(method);
-            return fn.apply(instance, structuredClone(args));
+            return fn.apply(instance, cloneValue(args));
           },
         })
-        .then((value) => structuredClone(value)),
+        .then((value) => cloneValue(value)),
     fetch: (request, effect) =>
       run.host(hosting(), effect, {
         worker,

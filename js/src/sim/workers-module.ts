@@ -5,26 +5,37 @@
 
 /** Base class of a named entrypoint, reached over a service binding by RPC. */
 export class WorkerEntrypoint<Env = unknown, Props = unknown> {
-  constructor(
-    readonly ctx: ExecutionContextLike<Props>,
-    readonly env: Env,
-  ) {}
+  // Assigned, not declared as class fields: a Worker's classes are new in every run, and
+  // defining fields on instances of ever-new classes is V8's slow path.
+  declare readonly ctx: ExecutionContextLike<Props>;
+  declare readonly env: Env;
+
+  constructor(ctx: ExecutionContextLike<Props>, env: Env) {
+    this.ctx = ctx;
+    this.env = env;
+  }
 }
 
 /** Present so Worker modules that also declare Durable Object classes load. */
 export class DurableObject<Env = unknown> {
-  constructor(
-    readonly ctx: unknown,
-    readonly env: Env,
-  ) {}
+  declare readonly ctx: unknown;
+  declare readonly env: Env;
+
+  constructor(ctx: unknown, env: Env) {
+    this.ctx = ctx;
+    this.env = env;
+  }
 }
 
 /** Present so Worker modules that also declare Workflows load. */
 export class WorkflowEntrypoint<Env = unknown> {
-  constructor(
-    readonly ctx: unknown,
-    readonly env: Env,
-  ) {}
+  declare readonly ctx: unknown;
+  declare readonly env: Env;
+
+  constructor(ctx: unknown, env: Env) {
+    this.ctx = ctx;
+    this.env = env;
+  }
 }
 
 /** Objects that are passed by reference over RPC in production; here a marker class. */

@@ -1,0 +1,109 @@
+import { describe, expect, it, vi } from "vitest";
+import { cloneValue } from "./clone.ts";
+
+/** Whatever `structuredClone` answers or throws for `value`, `cloneValue` must too. */
+function expectSameAsStructuredClone(make: () => unknown): void {
+  let expected: unknown;
+  let expectedError: unknown;
+  try {
+    expected = structuredClone(make());
+  } catch (error) {
+    expectedError = error;
+  }
+  if (expectedError !== undefined) {
+    expect(() => cloneValue(make())).toThrow((expectedError as Error).message);
+    return;
+  }
+  const value = make();
+  const copy = cloneValue(value);
+  expect(copy).toStrictEqual(expected);
+  if (typeof value === "object" && value !== null) expect(copy).not.toBe(value);
+}
+
+class Charge {
+  constructor(readonly chargeId: number) {}
+}
+
+describe("cloneValue: the same result as structuredClone", () => {
+  const cases: Record<string, () => unknown> = {
+    string: () => "order:o-1",
+    "negative zero": () => -0,
+    NaN: () => Number.NaN,
+    bigint: () => 2n ** 70n,
+    boolean: () => true,
+    null: () => null,
+    undefined: () => undefined,
+    "RPC arguments": () => ["order:o-1", "o-1", 2500],
+    "nested plain values": () => ({ a: [1, { b: "x", c: null, d: undefined }], e: { f: [[]] } }),
+    "integer-like keys, in order": () => ({ b: 1, 2: "two", a: 3, 1: "one" }),
+    "null-prototype object": () => Object.assign(Object.create(null), { a: 1 }),
+    "sparse array": () => {
+      const holes: number[] = [1];
+      holes[2] = 3;
+      return holes;
+    },
+    "array with a named property": () => Object.assign([1, 2], { extra: true }),
+    Date: () => ({ at: new Date(0) }),
+    Map: () => [new Map([["k", { v: 1 }]])],
+    "typed array": () => ({ bytes: new Uint8Array([1, 2, 3]) }),
+    "class instance": () => ({ charge: new Charge(7) }),
+    "own __proto__ key": () => JSON.parse('{"__proto__": {"x": 1}, "y": 2}'),
+    "deep nesting": () => {
+      let value: unknown = "leaf";
+      for (let i = 0; i < 100; i++) value = [value];
+      return value;
+    },
+    function: () => ({ callback: () => 1 }),
+    symbol: () => [Symbol("s")],
+    Proxy: () => ({ inner: new Proxy({}, {}) }),
+  };
+  for (const [name, make] of Object.entries(cases)) {
+    it(name, () => expectSameAsStructuredClone(make));
+  }
+});
+
+describe("cloneValue: references", () => {
+  it("keeps a value shared twice shared once in the copy", () => {
+    const shared = { id: 1 };
+    const copy = cloneValue({ a: shared, b: [shared] });
+    expect(copy.a).toBe(copy.b[0]);
+    expect(copy.a).not.toBe(shared);
+  });
+
+  it("copies a cycle as a cycle", () => {
+    const value: { self?: unknown; list: unknown[] } = { list: [] };
+    value.self = value;
+    value.list.push(value);
+    const copy = cloneValue(value);
+    expect(copy.self).toBe(copy);
+    expect(copy.list[0]).toBe(copy);
+  });
+
+  it("runs a getter once, as structuredClone does", () => {
+    let reads = 0;
+    const value = {
+      plain: [1, 2],
+      get computed() {
+        reads++;
+        return reads;
+      },
+    };
+    expect(cloneValue(value)).toStrictEqual({ plain: [1, 2], computed: 1 });
+    expect(reads).toBe(1);
+  });
+});
+
+describe("cloneValue: the direct copy", () => {
+  it("copies plain values without structuredClone, and leaves the rest to it", () => {
+    const spy = vi.spyOn(globalThis, "structuredClone");
+    try {
+      cloneValue(["order:o-1", "o-1", 2500]);
+      cloneValue({ chargeId: 1, tags: ["a"] });
+      expect(spy).not.toHaveBeenCalled();
+      cloneValue({ at: new Date(0) });
+      expect(spy).toHaveBeenCalledTimes(1);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
