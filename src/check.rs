@@ -566,9 +566,11 @@ impl Check {
         }
         let granted = delivery - 1 <= active.redeliveries_max;
         self.run.fingerprint_bytes(name.as_bytes());
-        self.run.fingerprint_u64(u64::from(delivery) << 1 | u64::from(granted));
+        self.run
+            .fingerprint_u64(u64::from(delivery) << 1 | u64::from(granted));
         if granted {
-            self.run.trace_with(|| format!("redeliver {name}#{delivery}"));
+            self.run
+                .trace_with(|| format!("redeliver {name}#{delivery}"));
         } else {
             self.run.trace_with(|| {
                 format!("redeliver {name}#{delivery}: refused, out of redeliveries")

@@ -569,8 +569,12 @@ mod tests {
             choices: vec![],
         };
         let first = oracle(&original);
-        let mut shrinker =
-            Shrinker::new(original, first.violation.clone().unwrap(), first.fingerprint, 1);
+        let mut shrinker = Shrinker::new(
+            original,
+            first.violation.clone().unwrap(),
+            first.fingerprint,
+            1,
+        );
         assert!(shrinker.best().trace.is_empty());
         let candidate = shrinker.next_candidate().unwrap();
         assert!(candidate.strict);
@@ -626,7 +630,8 @@ mod choice_tests {
             ],
         };
         let first = oracle(&original);
-        let mut shrinker = Shrinker::new(original, first.violation.unwrap(), first.fingerprint, 100);
+        let mut shrinker =
+            Shrinker::new(original, first.violation.unwrap(), first.fingerprint, 100);
         while let Some(candidate) = shrinker.next_candidate() {
             shrinker.report(oracle(&candidate.schedule)).unwrap();
         }
@@ -675,8 +680,9 @@ mod choice_tests {
             choices: vec![choice("req-1#2", "req-2#1")],
         };
         let first = race_oracle(&original);
-        let mut shrinker = Shrinker::new(original, first.violation.unwrap(), first.fingerprint, 100)
-            .for_events(vec!["req-1".into(), "req-2".into()]);
+        let mut shrinker =
+            Shrinker::new(original, first.violation.unwrap(), first.fingerprint, 100)
+                .for_events(vec!["req-1".into(), "req-2".into()]);
         while let Some(candidate) = shrinker.next_candidate() {
             shrinker.report(race_oracle(&candidate.schedule)).unwrap();
         }
