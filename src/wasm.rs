@@ -13,7 +13,7 @@ use crate::config::CheckConfig;
 use crate::d1::{RawResult, Statement, Value};
 use crate::error::Error;
 use crate::invariant::Violation;
-use crate::strategy::StepOption;
+use crate::strategy::{Access, StepOption};
 use crate::verdict::Verdict;
 
 // A D1 result object made in one call: setting its eight fields one by one from Rust costs more
@@ -104,7 +104,7 @@ impl Engine {
 
     /// `options`: `StepOption[]`; answers the index of the option to run next.
     pub fn choose(&mut self, options: JsValue) -> Result<u32, JsError> {
-        let options: Vec<StepOption> = serde_wasm_bindgen::from_value(options).map_err(|e| {
+        let options = step_options_from_js(&options).map_err(|e| {
             JsError::new(&format!(
                 "choose takes an array of {{ label, invocation?, effect?, footprint? }}: {e}"
             ))
@@ -198,6 +198,81 @@ pub fn merge_verdicts(verdicts: JsValue) -> Result<JsValue, JsError> {
         .map_err(|e| JsError::new(&format!("mergeVerdicts takes an array of verdicts: {e}")))?;
     let merged = crate::shard::merge_verdicts(&verdicts).map_err(js)?;
     to_js(&merged)
+}
+
+thread_local! {
+    /// The property names `step_options_from_js` reads, as JavaScript strings made once.
+    static OPTION_KEYS: [JsValue; 6] = ["label", "invocation", "effect", "footprint", "resource", "write"]
+        .map(JsValue::from_str);
+}
+
+/// `StepOption[]` read field by field: the host calls `choose` before every step of an
+/// interleaved run, and a generic deserializer costs several times what the choice does.
+fn step_options_from_js(options: &JsValue) -> std::result::Result<Vec<StepOption>, String> {
+    OPTION_KEYS.with(|[label_key, invocation_key, effect_key, footprint_key, resource_key, write_key]| {
+        let options = options
+            .dyn_ref::<Array>()
+            .ok_or_else(|| "not an array".to_string())?;
+        let absent = |value: &JsValue| value.is_undefined() || value.is_null();
+        let mut steps = Vec::with_capacity(options.length() as usize);
+        for (at, option) in options.iter().enumerate() {
+            let field = |key: &JsValue| {
+                Reflect::get(&option, key).map_err(|_| format!("option {at} is not an object"))
+            };
+            let label = field(label_key)?
+                .as_string()
+                .ok_or_else(|| format!("option {at}: label must be a string"))?;
+            let invocation = field(invocation_key)?;
+            let invocation = if absent(&invocation) {
+                None
+            } else {
+                Some(
+                    invocation
+                        .as_string()
+                        .ok_or_else(|| format!("option {at}: invocation must be a string"))?,
+                )
+            };
+            let effect = field(effect_key)?;
+            let effect = if absent(&effect) {
+                None
+            } else {
+                match effect.as_f64() {
+                    Some(n) if n >= 0.0 && n <= f64::from(u32::MAX) && n.fract() == 0.0 => {
+                        Some(n as u32)
+                    }
+                    _ => return Err(format!("option {at}: effect must be an integer from 0")),
+                }
+            };
+            let footprint = field(footprint_key)?;
+            let footprint = if absent(&footprint) {
+                Vec::new()
+            } else {
+                let entries = footprint
+                    .dyn_ref::<Array>()
+                    .ok_or_else(|| format!("option {at}: footprint must be an array"))?;
+                let mut accesses = Vec::with_capacity(entries.length() as usize);
+                for entry in entries.iter() {
+                    let get = |key: &JsValue| Reflect::get(&entry, key).unwrap_or(JsValue::UNDEFINED);
+                    let (Some(resource), Some(write)) =
+                        (get(resource_key).as_string(), get(write_key).as_bool())
+                    else {
+                        return Err(format!(
+                            "option {at}: a footprint entry is {{ resource: string, write: boolean }}"
+                        ));
+                    };
+                    accesses.push(Access { resource, write });
+                }
+                accesses
+            };
+            steps.push(StepOption {
+                label,
+                invocation,
+                effect,
+                footprint,
+            });
+        }
+        Ok(steps)
+    })
 }
 
 fn js(error: Error) -> JsError {
