@@ -42,7 +42,11 @@ describe("choose", () => {
     ["not an array", { label: "deliver req-1#1" }, /not an array/],
     ["a label that is not a string", [{ label: 7 }], /option 0: label must be a string/],
     ["an effect that is not an index", [{ label: "x", effect: -1 }], /option 0: effect must be an integer/],
-    ["a footprint that is not an array", [{ label: "x", footprint: "DB" }], /option 0: footprint must be an array/],
+    [
+      "a footprint that is not an array",
+      [{ label: "x", footprint: "DB" }],
+      /option 0: footprint must be an array/,
+    ],
     [
       "a footprint entry without write",
       [deliveries[0], { label: "x", footprint: [{ resource: "D1:DB:t" }] }],
