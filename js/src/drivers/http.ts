@@ -42,12 +42,14 @@ async function deliverRequest(
         if (!(response instanceof Response)) {
           throw new TypeError("Incorrect type for Promise: the Promise did not resolve to 'Response'.");
         }
-        return { status: response.status, body: await response.text() };
+        const answer = { status: response.status, body: await response.text() };
+        // Traced as it goes out, before any later step of the invocation's ctx.waitUntil work.
+        if (run.tracing) run.trace(`${invocation} answered ${answer.status} ${answer.body}`);
+        return answer;
       },
     });
     if (outcome.kind === "returned") {
       const { status, body } = outcome.value as { status: number; body: string };
-      run.trace(`${invocation} answered ${status} ${body}`);
       run.respond({ event: id, delivery, status, body });
       return;
     }

@@ -375,7 +375,9 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     } else {
       await this.drive();
     }
-    return invocation.live ? outcome : { kind: "died" };
+    // What the invocation answered stays answered if it dies afterwards, in its ctx.waitUntil
+    // work: the client has the response by then. `outcome` is still "died" if it never did.
+    return outcome;
   }
 
   host(caller: Invocation, effect: number, call: InvocationCall): Promise<unknown> {
@@ -608,6 +610,8 @@ function describe(error: unknown): string {
 }
 
 export function summarize(value: unknown): string {
+  // A Response (a service's or a Durable Object's fetch) has no JSON of its own worth showing.
+  if (value instanceof Response) return `Response ${value.status}`;
   try {
     const text = JSON.stringify(value);
     return text === undefined ? String(value) : text;
