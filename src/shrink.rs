@@ -9,7 +9,8 @@
 //! (exploring runs keep none). Then, each time restarting from the newest success:
 //!
 //! 1. remove one event (with its faults and the scheduling choices that name its
-//!    invocations; faults on invocations the platform made are kept), first to last;
+//!    invocations; faults on invocations the platform made are kept), first to last, as long
+//!    as one event is left;
 //! 2. remove one fault, first to last; when the fault killed a delivery and the schedule names
 //!    later deliveries of its event (a choice that ran the resend), first try renumbering those
 //!    one down, since without the crash the client does not resend and the delivery before
@@ -137,7 +138,10 @@ impl Shrinker {
                     schedule: best.clone(),
                     strict: true,
                 },
-                Stage::Events(at) if at < best.events.len() => {
+                // At least one event stays: a run of none tests only the setup, which is no
+                // counterexample to the scenario (an invariant that the setup's state breaks
+                // says the events must all run, which no shrinking can keep).
+                Stage::Events(at) if at < best.events.len() && best.events.len() > 1 => {
                     let removed = best.events[at];
                     let mut schedule = best.clone();
                     schedule.events.remove(at);
@@ -528,6 +532,41 @@ mod tests {
             shrinker.report(oracle(&candidate.schedule)).unwrap();
         }
         assert_eq!(shrinker.runs(), 2);
+    }
+
+    #[test]
+    fn keeps_at_least_one_event() {
+        // An invariant the setup's state already breaks: every schedule violates it.
+        let always = |schedule: &Schedule| Outcome {
+            violation: Some(Violation {
+                invariant: "all-deposits-in".into(),
+                message: format!("{} events", schedule.events.len()),
+            }),
+            faults: vec![],
+            redeliveries_used: 0,
+            choices: vec![],
+            trace: vec![],
+            fingerprint: 7,
+        };
+        let original = Schedule {
+            base_seed: 7,
+            events: vec![0, 1, 2],
+            faults: vec![],
+            redeliveries_max: 0,
+            choices: vec![],
+        };
+        let first = always(&original);
+        let mut shrinker = Shrinker::new(
+            original,
+            first.violation.clone().unwrap(),
+            first.fingerprint,
+            100,
+        );
+        while let Some(candidate) = shrinker.next_candidate() {
+            assert!(!candidate.schedule.events.is_empty());
+            shrinker.report(always(&candidate.schedule)).unwrap();
+        }
+        assert_eq!(shrinker.best().schedule.events, vec![2]);
     }
 
     #[test]
