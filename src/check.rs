@@ -572,8 +572,12 @@ impl Check {
             self.run
                 .trace_with(|| format!("redeliver {name}#{delivery}"));
         } else {
+            // A shrunk schedule may allow fewer redeliveries than the bounds; say how many.
+            let allowed = active.redeliveries_max;
             self.run.trace_with(|| {
-                format!("redeliver {name}#{delivery}: refused, out of redeliveries")
+                format!(
+                    "redeliver {name}#{delivery}: refused, the run allows {allowed} redeliveries"
+                )
             });
         }
         Ok(granted)

@@ -83,7 +83,7 @@ function interleaving(result: Extract<CheckResult, { verdict: "VIOLATED" }>): st
     const step = parseStep(line);
     if (step.kind === "deliver") return [`deliver ${step.invocation}`];
     if (step.kind === "effect") {
-      const fault = step.decision === "proceed" ? "" : `: ${step.decision}`;
+      const fault = step.decision === "proceed" ? "" : `: ${faultName(step.decision, step.label)}`;
       return [`${step.invocation} effect #${step.effect} (${step.label})${fault}`];
     }
     return [];

@@ -10,11 +10,17 @@
 
 import type { CheckResult } from "./check.ts";
 import { shown } from "./errors.ts";
+import { faultName } from "./faults.ts";
 
 /** One parsed trace line. */
 export type Step =
   | { readonly kind: "deliver"; readonly invocation: string }
-  | { readonly kind: "redeliver"; readonly invocation: string; readonly refused: boolean }
+  | {
+      readonly kind: "redeliver";
+      readonly invocation: string;
+      /** Why the resend does not happen (`the run allows 0 redeliveries`); absent when it does. */
+      readonly refused: string | undefined;
+    }
   | {
       readonly kind: "effect";
       readonly invocation: string;
@@ -42,7 +48,7 @@ export type Step =
 /** An invocation id: `req-2#1`, `req-2#1/0`, `batch-1#2/3/0`. */
 const INVOCATION = String.raw`[^\s#]+#\d+(?:/\d+)*`;
 const DELIVER = new RegExp(`^deliver (${INVOCATION})$`);
-const REDELIVER = new RegExp(`^redeliver (${INVOCATION})(: refused.*)?$`);
+const REDELIVER = new RegExp(`^redeliver (${INVOCATION})(?:: refused, (.*))?$`);
 const EFFECT = new RegExp(`^(${INVOCATION}) effect #(\\d+) (.*): (\\w+)$`);
 const OUTCOME = new RegExp(`^(${INVOCATION}) (returned|answered|died|threw|finished)(?: (.*))?$`);
 const OTHER = new RegExp(`^(${INVOCATION}) (.*)$`);
@@ -53,7 +59,7 @@ export function parseStep(line: string): Step {
   let m = DELIVER.exec(line);
   if (m) return { kind: "deliver", invocation: m[1] as string };
   m = REDELIVER.exec(line);
-  if (m) return { kind: "redeliver", invocation: m[1] as string, refused: m[2] !== undefined };
+  if (m) return { kind: "redeliver", invocation: m[1] as string, refused: m[2] };
   m = EFFECT.exec(line);
   if (m) {
     return {
@@ -182,16 +188,16 @@ export function renderTrace(trace: readonly string[]): string {
         if (out.length > 0) out.push("");
         at(
           2 * depthOf(step.invocation),
-          step.refused
-            ? `redeliver ${step.invocation}: refused, out of redeliveries`
-            : `redeliver ${step.invocation}`,
+          step.refused === undefined
+            ? `redeliver ${step.invocation}`
+            : `redeliver ${step.invocation}: refused, ${step.refused}`,
         );
         break;
       case "effect": {
         const fault = step.decision === "proceed" ? "" : " (fault)";
         at(
           enter(step.invocation),
-          `${who(step.invocation)}effect #${step.effect} ${step.label}: ${step.decision}${fault}`,
+          `${who(step.invocation)}effect #${step.effect} ${step.label}: ${faultName(step.decision, step.label)}${fault}`,
         );
         break;
       }
