@@ -55,6 +55,13 @@ pub enum Phase {
     Replay,
 }
 
+/// Whether a D1 statement shows in the run's trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Traced {
+    Yes,
+    No,
+}
+
 /// What the engine answers at the start of a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -608,8 +615,24 @@ impl Check {
     // same trace did the same thing to the databases, not only at the same effects.
 
     pub fn d1_run(&mut self, db: &str, sql: &str, params: &[Value]) -> Result<RawResult> {
+        self.d1_run_as(db, sql, params, Traced::Yes)
+    }
+
+    /// `d1_run`, traced or not: the host's own bookkeeping statements (a KV namespace's table,
+    /// a queue's messages) are not what a reader of the trace wants to see; the host traces
+    /// the binding's call instead. Both kinds count in the run's fingerprint.
+    pub fn d1_run_as(
+        &mut self,
+        db: &str,
+        sql: &str,
+        params: &[Value],
+        traced: Traced,
+    ) -> Result<RawResult> {
         let result = self.databases.run(db, sql, params);
         self.fingerprint_statement(db, sql, params, result.as_ref().map_err(|_| ()));
+        if traced == Traced::No {
+            return result;
+        }
         self.run.trace_with(|| {
             let outcome = match &result {
                 Ok(r) => describe_result(r),
@@ -625,6 +648,16 @@ impl Check {
     }
 
     pub fn d1_batch(&mut self, db: &str, statements: &[Statement]) -> Result<Vec<RawResult>> {
+        self.d1_batch_as(db, statements, Traced::Yes)
+    }
+
+    /// `d1_batch`, traced or not (see `d1_run_as`).
+    pub fn d1_batch_as(
+        &mut self,
+        db: &str,
+        statements: &[Statement],
+        traced: Traced,
+    ) -> Result<Vec<RawResult>> {
         let result = self.databases.batch(db, statements);
         for (i, statement) in statements.iter().enumerate() {
             let outcome = match &result {
@@ -632,6 +665,9 @@ impl Check {
                 Err(_) => Err(()),
             };
             self.fingerprint_statement(db, &statement.sql, &statement.params, outcome);
+            if traced == Traced::No {
+                continue;
+            }
             self.run.trace_with(|| {
                 let outcome = match &result {
                     Ok(results) => results.get(i).map_or_else(String::new, describe_result),
@@ -648,11 +684,19 @@ impl Check {
     }
 
     pub fn d1_exec(&mut self, db: &str, sql: &str) -> Result<u64> {
+        self.d1_exec_as(db, sql, Traced::Yes)
+    }
+
+    /// `d1_exec`, traced or not (see `d1_run_as`).
+    pub fn d1_exec_as(&mut self, db: &str, sql: &str, traced: Traced) -> Result<u64> {
         let result = self.databases.exec(db, sql);
         self.run.fingerprint_bytes(db.as_bytes());
         self.run.fingerprint_bytes(sql.as_bytes());
         self.run
             .fingerprint_u64(result.as_ref().map_or(u64::MAX, |count| *count));
+        if traced == Traced::No {
+            return result;
+        }
         self.run.trace_with(|| {
             let outcome = match &result {
                 Ok(count) => format!("{count} statements"),

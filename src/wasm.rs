@@ -8,7 +8,7 @@ use js_sys::{Array, ArrayBuffer, Function, Object, Reflect, Uint8Array};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
-use crate::check::Check;
+use crate::check::{Check, Traced};
 use crate::config::CheckConfig;
 use crate::d1::{RawResult, Statement, Value};
 use crate::error::Error;
@@ -145,23 +145,46 @@ impl Engine {
         self.check.trace(line);
     }
 
+    /// `quiet`: the host's own bookkeeping, left out of the trace (see `Check::d1_run_as`).
     #[wasm_bindgen(js_name = d1Run)]
-    pub fn d1_run(&mut self, db: &str, sql: &str, params: JsValue) -> Result<JsValue, JsError> {
+    pub fn d1_run(
+        &mut self,
+        db: &str,
+        sql: &str,
+        params: JsValue,
+        quiet: Option<bool>,
+    ) -> Result<JsValue, JsError> {
         let params = values_from_js(&params)?;
-        let result = self.check.d1_run(db, sql, &params).map_err(js)?;
+        let result = self
+            .check
+            .d1_run_as(db, sql, &params, traced(quiet))
+            .map_err(js)?;
         Ok(result_to_js(&result))
     }
 
     #[wasm_bindgen(js_name = d1Batch)]
-    pub fn d1_batch(&mut self, db: &str, statements: JsValue) -> Result<JsValue, JsError> {
+    pub fn d1_batch(
+        &mut self,
+        db: &str,
+        statements: JsValue,
+        quiet: Option<bool>,
+    ) -> Result<JsValue, JsError> {
         let statements = statements_from_js(&statements)?;
-        let results = self.check.d1_batch(db, &statements).map_err(js)?;
+        let results = self
+            .check
+            .d1_batch_as(db, &statements, traced(quiet))
+            .map_err(js)?;
         Ok(results.iter().map(result_to_js).collect::<Array>().into())
     }
 
     #[wasm_bindgen(js_name = d1Exec)]
-    pub fn d1_exec(&mut self, db: &str, sql: &str) -> Result<JsValue, JsError> {
-        let count = self.check.d1_exec(db, sql).map_err(js)?;
+    pub fn d1_exec(
+        &mut self,
+        db: &str,
+        sql: &str,
+        quiet: Option<bool>,
+    ) -> Result<JsValue, JsError> {
+        let count = self.check.d1_exec_as(db, sql, traced(quiet)).map_err(js)?;
         let object = Object::new();
         set(&object, "count", JsValue::from_f64(count as f64));
         Ok(object.into())
@@ -273,6 +296,14 @@ fn step_options_from_js(options: &JsValue) -> std::result::Result<Vec<StepOption
         }
         Ok(steps)
     })
+}
+
+fn traced(quiet: Option<bool>) -> Traced {
+    if quiet == Some(true) {
+        Traced::No
+    } else {
+        Traced::Yes
+    }
 }
 
 fn js(error: Error) -> JsError {

@@ -260,9 +260,13 @@ export interface Engine {
   fillRandom(stream: string, buf: Uint8Array): void;
   nowMs(): number;
   trace(line: string): void;
-  d1Run(db: string, sql: string, params: readonly unknown[]): D1RawResult;
-  d1Batch(db: string, statements: readonly D1StatementSpec[]): D1RawResult[];
-  d1Exec(db: string, sql: string): { count: number };
+  /**
+   * `quiet`: the statement is the host's own bookkeeping (a KV namespace's table, a queue's
+   * messages), left out of the trace, where the host traces the binding's call instead.
+   */
+  d1Run(db: string, sql: string, params: readonly unknown[], quiet?: boolean): D1RawResult;
+  d1Batch(db: string, statements: readonly D1StatementSpec[], quiet?: boolean): D1RawResult[];
+  d1Exec(db: string, sql: string, quiet?: boolean): { count: number };
   /**
    * Ends the run. `hostViolation`: the first of the host's own invariants that broke, evaluated
    * before this call (the run's databases still exist); it is the run's violation when every

@@ -43,6 +43,8 @@ export type Step =
       readonly what: "returned" | "answered" | "died" | "threw" | "finished";
       readonly detail: string;
     }
+  /** A binding call as the host traces it (`KV:CACHE get "k" -> "v"`), under its effect. */
+  | { readonly kind: "call"; readonly text: string }
   | { readonly kind: "other"; readonly invocation: string | undefined; readonly text: string };
 
 /** An invocation id: `req-2#1`, `req-2#1/0`, `batch-1#2/3/0`. */
@@ -52,6 +54,8 @@ const REDELIVER = new RegExp(`^redeliver (${INVOCATION})(?:: refused, (.*))?$`);
 const EFFECT = new RegExp(`^(${INVOCATION}) effect #(\\d+) (.*): (\\w+)$`);
 const OUTCOME = new RegExp(`^(${INVOCATION}) (returned|answered|died|threw|finished)(?: (.*))?$`);
 const OTHER = new RegExp(`^(${INVOCATION}) (.*)$`);
+/** `  KV:<binding> <what it did>`: indented like a D1 statement, named by its binding. */
+const CALL = /^ {2}([A-Z][A-Za-z]*:\S+ .*)$/s;
 /** `  D1 <db>: <sql>[ [params]] -> <outcome>`, `  D1 <db> batch[i]: …`, `  D1 <db> exec: …`. */
 const D1 = /^ {2}D1 (\S+(?: batch\[\d+\]| exec)?): (.*) -> ((?:error|rolled back): .*|\d+ .*)$/s;
 
@@ -84,6 +88,8 @@ export function parseStep(line: string): Step {
       detail: m[3] ?? "",
     };
   }
+  m = CALL.exec(line);
+  if (m) return { kind: "call", text: m[1] as string };
   m = OTHER.exec(line);
   if (m) return { kind: "other", invocation: m[1] as string, text: m[2] as string };
   return { kind: "other", invocation: undefined, text: line.trim() };
@@ -125,13 +131,20 @@ function depthOf(invocation: string): number {
 }
 
 const INDENT = "  ";
+
+/** A Durable Object's store with its id cut to 12 hex digits: `do:Counter:efde315d3619…`. */
+function shortStore(db: string): string {
+  const m = /^(do:[^:]+:)([0-9a-f]{64})(.*)$/.exec(db);
+  return m ? `${m[1]}${(m[2] as string).slice(0, 12)}…${m[3]}` : db;
+}
 /** The engine's line for a scheduling point with more than one pending step. */
 const SCHEDULED = "schedule: ";
 
 /**
  * The trace as an indented listing, one step per line (a D1 statement takes two or three).
  *
- * A D1 statement right after an effect is that effect's. Statements elsewhere are the
+ * A D1 statement (or a binding call the host traces, such as a KV read) right after an effect
+ * is that effect's. Statements elsewhere are the
  * simulation's own reads and writes (a queue's bookkeeping, a Durable Object's storage) and sit
  * under the step before them; the statements after the run's last step are the final state
  * being read by the invariants (and the platform), and get a heading of their own.
@@ -144,7 +157,7 @@ export function renderTrace(trace: readonly string[]): string {
   const who = (invocation: string): string => (interleaved ? `${invocation} ` : "");
   // Where the run's last step is: the D1 statements after it read the final state.
   let last = steps.length - 1;
-  while (last >= 0 && steps[last]?.kind === "d1") last--;
+  while (last >= 0 && (steps[last]?.kind === "d1" || steps[last]?.kind === "call")) last--;
   const out: string[] = [];
   const seen = new Set<string>();
   /** The indentation of the last line that was not a D1 statement; statements go under it. */
@@ -202,9 +215,12 @@ export function renderTrace(trace: readonly string[]): string {
         break;
       }
       case "d1":
-        line(depthNow + 1, `D1 ${step.db}: ${step.sql}`);
+        line(depthNow + 1, `D1 ${shortStore(step.db)}: ${step.sql}`);
         if (step.params !== undefined) line(depthNow + 2, `params ${step.params}`);
         line(depthNow + 2, `-> ${step.outcome}`);
+        break;
+      case "call":
+        line(depthNow + 1, step.text);
         break;
       case "outcome":
         at(
@@ -224,7 +240,11 @@ export function renderTrace(trace: readonly string[]): string {
     }
     // An effect's statements follow it directly; any other step ends them.
     if (step.kind === "effect") inEffect = true;
-    else if (step.kind !== "d1" && !(step.kind === "other" && step.invocation === undefined))
+    else if (
+      step.kind !== "d1" &&
+      step.kind !== "call" &&
+      !(step.kind === "other" && step.invocation === undefined)
+    )
       inEffect = false;
     previous = step;
   });

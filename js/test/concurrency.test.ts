@@ -105,6 +105,13 @@ describe("a read-modify-write across an await in a Durable Object", () => {
     expect(order.indexOf("req-2#1 effect #0 DO:SHOW book: proceed")).toBeLessThan(
       order.indexOf("req-1#1/0 effect #0 fetch POST https://pay.example/charge: proceed"),
     );
+    // Both read the count before either wrote it: the storage calls are traced as calls, and
+    // the KV API's own table in the object's SQLite store stays out of the trace.
+    const object = 'DO:Show/"opening-night"';
+    const reads = result.trace.filter((line) => line === `  ${object} storage.get("sold") -> undefined`);
+    expect(reads).toHaveLength(2);
+    expect(result.trace.filter((line) => line === `  ${object} storage.put("sold", 1)`)).toHaveLength(2);
+    expect(result.trace.filter((line) => line.includes("_cf_KV"))).toEqual([]);
   });
 
   it("is BOUNDED when the seat is held before the charge", async () => {

@@ -27,6 +27,15 @@ describe("the KV example", () => {
     ]);
   });
 
+  it("traces the KV calls as calls, the stale read with the stale value, not KV's own storage", async () => {
+    const result = violated(await check(example("coupons.sim.ts")));
+    // A value shows as the JSON string of the text KV holds.
+    const coupon = (usedBy: string | null) => JSON.stringify(JSON.stringify({ percentOff: 20, usedBy }));
+    expect(result.trace).toContain(`  KV:COUPONS get "coupon:SPRING" -> stale: ${coupon(null)}`);
+    expect(result.trace).toContain(`  KV:COUPONS put "coupon:SPRING" ${coupon("o-2")}`);
+    expect(result.trace.filter((line) => line.startsWith("  D1 kv:"))).toEqual([]);
+  });
+
   it("finds it too when KV refuses the coupon's second write within a second (429)", async () => {
     const found = violated(await check(example("coupons.sim.ts")));
     // The same run with the transient fault moved to req-2's KV put (its effect #2).

@@ -183,7 +183,11 @@ describe("every example's page", () => {
       sim: "kv/coupons.sim.ts",
       lanes: ["Client", "req-1#1", "req-2#1", "req-3#1", "KV:COUPONS", "D1:DB"],
       fault: /stale_read at req-3#1 effect #0 \(KV:COUPONS get\): KV answers with the value from before/,
-      shows: ["statement on KV:COUPONS storage", '"o-2", "SPRING" named by the invariant'],
+      shows: [
+        // The KV calls as the binding's, the stale read with the value it answered.
+        'get "coupon:SPRING" → stale: "{\\"percentOff\\":20,\\"usedBy\\":null}"',
+        '"o-2", "SPRING" named by the invariant',
+      ],
     },
     {
       sim: "queues/deposits.sim.ts",

@@ -5,7 +5,7 @@
  * of trace line is shown as text rather than lost.
  */
 
-/** One `  D1 <db>: <sql> [params] -> <result>` line. */
+/** One `  D1 <db>: <sql> [params] -> <result>` line, or a binding call (`  KV:CACHE get "k"`). */
 export interface Statement {
   /** The database as the engine names it: `DB`, `payments/DB`, or a store's own (`kv:COUPONS`). */
   readonly db: string;
@@ -186,6 +186,8 @@ const RESULT = /^(?:\d+ changed|\d+ rows(?: [\s\S]*)?|error: [\s\S]*|rolled back
  * well-formed parameter list that runs to the end.
  */
 export function parseStatement(line: string): Statement | undefined {
+  const call = bindingCall(line);
+  if (call) return call;
   const head = line.match(/^ {2}D1 (\S+?)( batch\[\d+\]| exec)?: /);
   if (!head) return undefined;
   const rest = line.slice(head[0].length);
@@ -209,6 +211,21 @@ export function parseStatement(line: string): Statement | undefined {
     }
   }
   return { db: head[1] as string, part: (head[2] ?? "").trim(), sql, params, result: rest.slice(arrow + 4) };
+}
+
+/**
+ * `  KV:<binding> <call> [-> <result>]` or `  DO:<class>/<object> storage.<call> …`: a call the
+ * host traces in place of its own bookkeeping statements, kept as a statement of the binding
+ * (`db` is `KV:<binding>` or `DO:<class>/<object>`).
+ */
+function bindingCall(line: string): Statement | undefined {
+  const m = line.match(/^ {2}((?:KV|DO):\S+) ([\s\S]*)$/);
+  if (!m) return undefined;
+  const text = m[2] as string;
+  const arrow = text.lastIndexOf(" -> ");
+  return arrow < 0
+    ? { db: m[1] as string, part: "", sql: text, params: [], result: "" }
+    : { db: m[1] as string, part: "", sql: text.slice(0, arrow), params: [], result: text.slice(arrow + 4) };
 }
 
 /** `["a", 1, null, x'00']` → its items as printed, or undefined when it is not such a list. */

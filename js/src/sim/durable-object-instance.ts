@@ -248,6 +248,9 @@ function alarmHooks(run: RunContext, slot: ObjectSlot): StorageHooks {
       }
     },
     runningAlarm: () => slot.runningAlarm,
+    note: (line) => {
+      if (run.tracing) run.trace(`  DO:${slot.namespace.className}/${shortId(slot.id)} ${line()}`);
+    },
   };
 }
 

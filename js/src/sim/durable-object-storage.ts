@@ -78,14 +78,28 @@ export class SimDurableObjectStorage {
 
   get(keys: unknown, _options?: unknown): Promise<unknown> {
     return attempt(() => {
-      if (Array.isArray(keys)) return readMany(this.#store, keyList(keys, this.#sqlite));
-      return readOne(this.#store, keyOf(keys, this.#sqlite));
+      if (Array.isArray(keys)) {
+        const names = keyList(keys, this.#sqlite);
+        const found = readMany(this.#store, names);
+        this.#note(() => `storage.get(${shown(names)}) -> ${found.size} of them stored`);
+        return found;
+      }
+      const name = keyOf(keys, this.#sqlite);
+      const value = readOne(this.#store, name);
+      this.#note(() => `storage.get(${shown(name)}) -> ${shown(value)}`);
+      return value;
     });
   }
 
   put(keyOrEntries: unknown, value?: unknown, _options?: unknown): Promise<void> {
     return attempt(() => {
-      applyWrites(this.#store, this.#encodeWrites(keyOrEntries, value));
+      const writes = this.#encodeWrites(keyOrEntries, value);
+      applyWrites(this.#store, writes);
+      this.#note(() =>
+        typeof keyOrEntries === "string"
+          ? `storage.put(${shown(keyOrEntries)}, ${shown(value)})`
+          : `storage.put(${writes.length} entries)`,
+      );
     });
   }
 
@@ -97,12 +111,21 @@ export class SimDurableObjectStorage {
         this.#store,
         names.map((key): Write => [key, null]),
       );
+      this.#note(() => `storage.delete(${shown(many ? names : names[0])}) -> ${deleted} deleted`);
       return many ? deleted : deleted > 0;
     });
   }
 
   list(options: ListOptions = {}): Promise<Map<string, unknown>> {
-    return attempt(() => decodeEntries(scan(this.#store, listOptions(options))));
+    return attempt(() => {
+      const entries = decodeEntries(scan(this.#store, listOptions(options)));
+      this.#note(() => `storage.list() -> ${entries.size} keys`);
+      return entries;
+    });
+  }
+
+  #note(line: () => string): void {
+    this.#hooks.note?.(line);
   }
 
   /**
@@ -116,9 +139,10 @@ export class SimDurableObjectStorage {
       if (this.#deleteAllDeletesAlarm) this.#changeAlarm({ time: null });
       if (!this.#sqlite) {
         this.#store.kv("DELETE FROM _cf_KV");
+        this.#note(() => "storage.deleteAll()");
         return;
       }
-      const objects = this.#store.run(
+      const objects = this.#store.own(
         "SELECT type, name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' AND name <> '_cf_ALARM' ORDER BY type = 'table', rowid DESC",
       );
       this.#store.batch(
@@ -128,6 +152,7 @@ export class SimDurableObjectStorage {
         })),
       );
       this.#store.forgetTables();
+      this.#note(() => "storage.deleteAll()");
     });
   }
 
@@ -151,14 +176,14 @@ export class SimDurableObjectStorage {
       throw new Error(`eutaxy nests transactionSync at most ${SYNC_DEPTH_MAX} deep`);
     }
     const savepoint = `_cf_sync_${++this.#syncDepth}`;
-    this.#store.run(`SAVEPOINT ${savepoint}`);
+    this.#store.own(`SAVEPOINT ${savepoint}`);
     try {
       const result = closure();
-      this.#store.run(`RELEASE ${savepoint}`);
+      this.#store.own(`RELEASE ${savepoint}`);
       return result;
     } catch (error) {
-      this.#store.run(`ROLLBACK TO ${savepoint}`);
-      this.#store.run(`RELEASE ${savepoint}`);
+      this.#store.own(`ROLLBACK TO ${savepoint}`);
+      this.#store.own(`RELEASE ${savepoint}`);
       throw error;
     } finally {
       this.#syncDepth--;
@@ -174,11 +199,15 @@ export class SimDurableObjectStorage {
       const time = alarmTime(scheduledTime);
       this.#hooks.requireAlarmHandler();
       this.#changeAlarm({ time });
+      this.#note(() => `storage.setAlarm(${time})`);
     });
   }
 
   deleteAlarm(_options?: unknown): Promise<void> {
-    return attempt(() => this.#changeAlarm({ time: null }));
+    return attempt(() => {
+      this.#changeAlarm({ time: null });
+      this.#note(() => "storage.deleteAlarm()");
+    });
   }
 
   /** Writes are durable when made (see the model above), so there is nothing to wait for. */
@@ -220,18 +249,29 @@ export class SimDurableObjectStorage {
   #changeAlarm(change: AlarmChange): void {
     this.#store.ensureAlarm();
     if (change.time === null) {
-      this.#store.run("UPDATE _cf_ALARM SET time = NULL WHERE id = 1");
+      this.#store.own("UPDATE _cf_ALARM SET time = NULL WHERE id = 1");
       return;
     }
-    this.#store.run(
+    this.#store.own(
       "INSERT INTO _cf_ALARM (id, time, generation) VALUES (1, ?1, 1) ON CONFLICT (id) DO UPDATE SET time = excluded.time, generation = generation + 1",
       [change.time],
     );
-    const generation = Number(this.#store.run("SELECT generation FROM _cf_ALARM WHERE id = 1").rows[0]?.[0]);
+    const generation = Number(this.#store.own("SELECT generation FROM _cf_ALARM WHERE id = 1").rows[0]?.[0]);
     this.#hooks.alarmSet(generation);
   }
 }
 
 function notSimulated(what: string): Error {
   return new Error(`ctx.storage.${what} is not simulated by eutaxy`);
+}
+
+/** A key or value as a trace shows it: JSON where it has one, cut after 120 characters. */
+function shown(value: unknown): string {
+  let text: string;
+  try {
+    text = value instanceof Map ? `Map(${value.size})` : (JSON.stringify(value) ?? String(value));
+  } catch {
+    text = String(value);
+  }
+  return text.length > 120 ? `${text.slice(0, 120)}…` : text;
 }

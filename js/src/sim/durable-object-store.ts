@@ -37,32 +37,42 @@ export class ObjectStore {
     readonly name: string,
   ) {}
 
+  /** The object's own SQL (`ctx.storage.sql`), shown in the trace as it ran. */
   run(sql: string, params: readonly unknown[] = []): D1RawResult {
     this.open();
     return this.engine.d1Run(this.name, sql, params);
   }
 
-  /** Statements as one transaction: all apply or none (the engine's batch is atomic). */
+  /**
+   * The simulation's own bookkeeping in the store (the KV API's table, the alarm, savepoints),
+   * left out of the trace: the storage API traces its calls as calls instead.
+   */
+  own(sql: string, params: readonly unknown[] = []): D1RawResult {
+    this.open();
+    return this.engine.d1Run(this.name, sql, params, true);
+  }
+
+  /** Bookkeeping statements as one transaction: all apply or none (the engine's batch is atomic). */
   batch(statements: readonly D1StatementSpec[]): D1RawResult[] {
     this.open();
-    return statements.length === 0 ? [] : this.engine.d1Batch(this.name, statements);
+    return statements.length === 0 ? [] : this.engine.d1Batch(this.name, statements, true);
   }
 
   /** Runs `sql` on the KV table, creating it first if this object never used the KV API. */
   kv(sql: string, params: readonly unknown[] = []): D1RawResult {
     this.ensureKv();
-    return this.run(sql, params);
+    return this.own(sql, params);
   }
 
   ensureKv(): void {
     if (this.kvReady) return;
-    this.run(KV_SCHEMA);
+    this.own(KV_SCHEMA);
     this.kvReady = true;
   }
 
   ensureAlarm(): void {
     if (this.alarmReady) return;
-    this.run(ALARM_SCHEMA);
+    this.own(ALARM_SCHEMA);
     this.alarmReady = true;
   }
 

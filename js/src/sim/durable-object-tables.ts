@@ -15,6 +15,8 @@ export interface StorageHooks {
   requireAlarmHandler(): void;
   /** The generation of the alarm whose handler is running, hidden from `getAlarm`. */
   runningAlarm(): number | undefined;
+  /** Traces a storage call as the object's (`storage.get("k") -> 1`), when the run keeps a trace. */
+  note?(line: () => string): void;
 }
 
 export interface ListOptions {
@@ -33,14 +35,14 @@ export type AlarmChange = { readonly time: number | null };
 /** The alarm set on the object at the end of a run or when its delivery comes, if any. */
 export function readAlarm(store: ObjectStore): { time: number; generation: number } | undefined {
   store.ensureAlarm();
-  const row = store.run("SELECT time, generation FROM _cf_ALARM WHERE id = 1 AND time IS NOT NULL").rows[0];
+  const row = store.own("SELECT time, generation FROM _cf_ALARM WHERE id = 1 AND time IS NOT NULL").rows[0];
   return row ? { time: Number(row[0]), generation: Number(row[1]) } : undefined;
 }
 
 /** Clears the alarm if it is still the one set as `generation` (its handler succeeded or gave up). */
 export function clearAlarm(store: ObjectStore, generation: number): void {
   store.ensureAlarm();
-  store.run("UPDATE _cf_ALARM SET time = NULL WHERE id = 1 AND generation = ?1", [generation]);
+  store.own("UPDATE _cf_ALARM SET time = NULL WHERE id = 1 AND generation = ?1", [generation]);
 }
 
 export function visibleAlarm(store: ObjectStore, hooks: StorageHooks): number | null {

@@ -105,8 +105,16 @@ const LIST = `SELECT key, metadata, expiration FROM (
     AND substr(key, 1, length(?5)) = ?5 AND key > ?6
   ORDER BY key LIMIT ?7`;
 
-/** What the binding needs of a run: a `RunContext`, or a test's stand-in for one. */
-export type KvRun = Pick<RunContext, "nowMs" | "memo"> & { readonly engine: Pick<Engine, "d1Run"> };
+/**
+ * What the binding needs of a run: a `RunContext`, or a test's stand-in for one (which may keep
+ * no trace). The namespace's table is the simulation's own: its statements stay out of the trace,
+ * and each call is traced as the binding call it is (`KV:CACHE get "k" -> "v"`).
+ */
+export type KvRun = Pick<RunContext, "nowMs" | "memo"> & {
+  readonly engine: Pick<Engine, "d1Run">;
+  readonly tracing?: boolean;
+  trace?(line: string): void;
+};
 
 /** A namespace's latest write to each key in this run, kept to decide which faults to offer. */
 type RecentWrites = Map<string, { readonly atMs: number; readonly by: string }>;
@@ -201,7 +209,13 @@ class SimKvNamespace {
         if (length > VALUE_BYTES_MAX) {
           throw failed("PUT", 413, `Value length of ${length} exceeds limit of ${VALUE_BYTES_MAX}.`);
         }
-        this.run.engine.d1Run(this.store, UPSERT, [name, body, metadata, expiration, nowMs, this.location]);
+        this.run.engine.d1Run(
+          this.store,
+          UPSERT,
+          [name, body, metadata, expiration, nowMs, this.location],
+          true,
+        );
+        this.note(() => `put ${JSON.stringify(name)} ${shownValue(body)}`);
         return true;
       });
     return stored instanceof Promise ? stored.then(send) : send(stored);
@@ -215,7 +229,8 @@ class SimKvNamespace {
       return Promise.reject(error);
     }
     return this.write("delete", name, () => {
-      const result = this.run.engine.d1Run(this.store, DELETE, [name, this.run.nowMs(), this.location]);
+      const result = this.run.engine.d1Run(this.store, DELETE, [name, this.run.nowMs(), this.location], true);
+      this.note(() => `delete ${JSON.stringify(name)}`);
       return result.changes > 0;
     });
   }
@@ -243,15 +258,24 @@ class SimKvNamespace {
       checkKeyLength("GET", prefix);
       const after = cursor === undefined || cursor === "" ? "" : cursorKey(cursor);
       const nowMs = this.run.nowMs();
-      const page = this.run.engine.d1Run(this.store, LIST, [
-        stale ? 1 : 0,
-        nowMs - STALE_WINDOW_MS,
-        this.location,
-        Math.floor(nowMs / 1000),
-        prefix,
-        after,
-        limit + 1,
-      ]).rows;
+      const page = this.run.engine.d1Run(
+        this.store,
+        LIST,
+        [
+          stale ? 1 : 0,
+          nowMs - STALE_WINDOW_MS,
+          this.location,
+          Math.floor(nowMs / 1000),
+          prefix,
+          after,
+          limit + 1,
+        ],
+        true,
+      ).rows;
+      this.note(
+        () =>
+          `list prefix ${JSON.stringify(prefix)} -> ${stale ? "stale: " : ""}${Math.min(page.length, limit)} keys`,
+      );
       const keys = page.slice(0, limit).map(([name, metadata, expiration]) => ({
         name: String(name),
         ...(expiration === null ? {} : { expiration: Number(expiration) }),
@@ -280,8 +304,12 @@ class SimKvNamespace {
     }
     const answer = (stale: boolean) => {
       checkCacheTtl("GET", read.cacheTtl);
-      const row = this.run.engine.d1Run(this.store, SELECT_ONE, [name]).rows[0];
+      const row = this.run.engine.d1Run(this.store, SELECT_ONE, [name], true).rows[0];
       const entry = row && this.entryOf(row, stale);
+      this.note(
+        () =>
+          `${method} ${JSON.stringify(name)} -> ${stale ? "stale: " : ""}${entry ? shownValue(entry.value) : "null"}`,
+      );
       if (!entry) return { value: null, metadata: null, cacheStatus: null };
       return {
         value: decode(entry.value, read.type),
@@ -323,7 +351,10 @@ class SimKvNamespace {
       if (names.length < 1) throw failed("GET_BULK", 400, "You must request a minimum of 1 key");
       for (const name of names) checkKeyOnServer(name);
       checkCacheTtl("GET_BULK", read.cacheTtl);
-      const rows = this.run.engine.d1Run(this.store, SELECT_MANY, [JSON.stringify(names)]).rows;
+      const rows = this.run.engine.d1Run(this.store, SELECT_MANY, [JSON.stringify(names)], true).rows;
+      this.note(
+        () => `${method} ${JSON.stringify(names)} -> ${stale ? "stale: " : ""}${rows.length} of them stored`,
+      );
       const byKey = new Map(rows.map((row) => [String(row[0]), row]));
       const result = new Map<string, unknown>();
       for (const name of names) {
@@ -427,6 +458,11 @@ class SimKvNamespace {
 
   private label(method: string): string {
     return `KV:${this.#display} ${method}`;
+  }
+
+  /** Traces the call as the binding's, under the effect it belongs to. */
+  private note(line: () => string): void {
+    if (this.run.tracing) this.run.trace?.(`  KV:${this.#display} ${line()}`);
   }
 }
 
@@ -666,21 +702,44 @@ function cursorKey(cursor: string): string {
   return key;
 }
 
+/** A value as a trace shows it: text quoted (cut after 120 characters), bytes counted. */
+function shownValue(value: string | Uint8Array): string {
+  let text: string;
+  if (typeof value === "string") text = value;
+  else {
+    try {
+      text = new TextDecoder("utf-8", { fatal: true }).decode(value);
+    } catch {
+      return `<${value.byteLength} bytes>`;
+    }
+  }
+  return JSON.stringify(text.length > 120 ? `${text.slice(0, 120)}…` : text);
+}
+
 function utf8Length(text: string): number {
   return Buffer.byteLength(text, "utf8");
 }
 
 /** The value of `key` as text at the end of a run, or null (for custom invariants). */
-export function kvRead(engine: Pick<Engine, "d1Run" | "nowMs">, store: string, key: string): string | null {
+export function kvRead(
+  engine: Pick<Engine, "d1Run" | "nowMs"> & Partial<Pick<Engine, "trace">>,
+  store: string,
+  key: string,
+): string | null {
   const result = engine.d1Run(
     store,
     "SELECT value FROM kv WHERE key = ?1 AND present = 1 AND (expiration IS NULL OR expiration > ?2)",
     [key, Math.floor(engine.nowMs() / 1000)],
+    true,
   );
   const row = result.rows[0];
-  if (row === undefined) return null;
-  const value = row[0];
-  return value instanceof Uint8Array ? new TextDecoder().decode(value) : String(value ?? "");
+  const value = row === undefined ? null : row[0];
+  const text =
+    value === null ? null : value instanceof Uint8Array ? new TextDecoder().decode(value) : String(value);
+  engine.trace?.(
+    `  KV:${store.replace(/^kv:/, "")} ${JSON.stringify(key)} is ${text === null ? "absent" : shownValue(text)}`,
+  );
+  return text;
 }
 
 /** Every key at the end of a run, sorted as KV lists them (by UTF-8 bytes). */
@@ -690,6 +749,7 @@ export function kvKeys(engine: Pick<Engine, "d1Run" | "nowMs">, store: string): 
       store,
       "SELECT key FROM kv WHERE present = 1 AND (expiration IS NULL OR expiration > ?1) ORDER BY key",
       [Math.floor(engine.nowMs() / 1000)],
+      true,
     )
     .rows.map((row) => String(row[0]));
 }

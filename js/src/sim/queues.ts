@@ -317,6 +317,7 @@ function enqueue(run: RunContext, queue: SimQueue, outgoing: readonly Outgoing[]
         now + (m.delaySeconds ?? delay ?? 0) * 1000,
       ],
     })),
+    true,
   );
   scheduleBatch(run, queue);
 }
@@ -334,6 +335,7 @@ function backlog(engine: QueueEngine, store: string): Record<string, unknown> {
     store,
     "SELECT COUNT(*), COALESCE(SUM(LENGTH(body)), 0), MIN(sent_at) FROM messages",
     [],
+    true,
   ).rows[0] as [number, number, number | null];
   const [backlogCount, backlogBytes, oldest] = row;
   return {
@@ -399,6 +401,7 @@ async function deliverNewBatch(run: RunContext, queue: SimQueue, name: string): 
     queue.store,
     "UPDATE messages SET lease = ?1 WHERE seq IN (SELECT seq FROM messages WHERE lease IS NULL AND visible_at <= MAX(?2, (SELECT MIN(visible_at) FROM messages WHERE lease IS NULL)) ORDER BY visible_at, seq LIMIT ?3)",
     [name, run.nowMs(), consumer.settings.maxBatchSize],
+    true,
   );
   if (taken.changes > 0) await deliverLeased(run, queue, name, 1);
 }
@@ -422,6 +425,7 @@ async function deliverLeased(
       queue.store,
       "UPDATE messages SET attempts = attempts + 1 WHERE lease = ?1 RETURNING seq, id, body, content_type, attempts, sent_at, visible_at",
       [name],
+      true,
     )
     .rows.sort((a, b) => (a[6] as number) - (b[6] as number) || (a[0] as number) - (b[0] as number))
     .map(
@@ -467,6 +471,7 @@ async function deliverLeased(
     queue.store,
     "SELECT COUNT(*) FILTER (WHERE lease = ?1), COUNT(*) FILTER (WHERE lease IS NULL) FROM messages",
     [name],
+    true,
   ).rows[0] as [number, number];
   if (waiting > 0) scheduleBatch(run, queue);
   // Each retry is one more delivery of the batch, bounded by max_retries (settle) and by the
@@ -625,7 +630,7 @@ function settle(
       });
     }
   }
-  if (statements.length > 0) engine.d1Batch(queue.store, statements);
+  if (statements.length > 0) engine.d1Batch(queue.store, statements, true);
   if (dlq && exhausted.length > 0) {
     // A dead-lettered message is a message of the other queue, with its id and timestamp.
     engine.d1Batch(
@@ -634,6 +639,7 @@ function settle(
         sql: "INSERT INTO messages (id, body, content_type, sent_at, visible_at) VALUES (?1, ?2, ?3, ?4, ?5)",
         params: [m.id, m.body, m.contentType, m.sentAt, run.nowMs()],
       })),
+      true,
     );
     scheduleBatch(run, dlq);
   }
@@ -663,6 +669,7 @@ export function queueMessages(engine: Pick<Engine, "d1Run">, store: string): Que
       store,
       "SELECT id, body, content_type, attempts, sent_at FROM messages ORDER BY visible_at, seq",
       [],
+      true,
     )
     .rows.map((row) => ({
       id: row[0] as string,
@@ -680,7 +687,7 @@ export function queueBodies(engine: Pick<Engine, "d1Run">, store: string): unkno
 /** The bodies of the messages a queue dropped after `max_retries` without a dead letter queue. */
 export function droppedBodies(engine: Pick<Engine, "d1Run">, store: string): unknown[] {
   return engine
-    .d1Run(store, "SELECT body, content_type FROM dropped ORDER BY seq", [])
+    .d1Run(store, "SELECT body, content_type FROM dropped ORDER BY seq", [], true)
     .rows.map((row) => bodyOf(row[0], row[1]));
 }
 
