@@ -352,9 +352,6 @@ class SimKvNamespace {
       for (const name of names) checkKeyOnServer(name);
       checkCacheTtl("GET_BULK", read.cacheTtl);
       const rows = this.run.engine.d1Run(this.store, SELECT_MANY, [JSON.stringify(names)], true).rows;
-      this.note(
-        () => `${method} ${JSON.stringify(names)} -> ${stale ? "stale: " : ""}${rows.length} of them stored`,
-      );
       const byKey = new Map(rows.map((row) => [String(row[0]), row]));
       const result = new Map<string, unknown>();
       for (const name of names) {
@@ -376,6 +373,10 @@ class SimKvNamespace {
         }
         result.set(name, withMetadata ? { value, metadata: parseMetadata(entry.metadata) } : value);
       }
+      this.note(() => {
+        const found = [...result.values()].filter((value) => value !== null).length;
+        return `${method} ${JSON.stringify(names)} -> ${stale ? "stale: " : ""}${found} found`;
+      });
       return result;
     };
     const stale = () => names.some((name) => this.staleable(name));
