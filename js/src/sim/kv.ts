@@ -709,7 +709,7 @@ function shownValue(value: string | Uint8Array): string {
   if (typeof value === "string") text = value;
   else {
     try {
-      text = new TextDecoder("utf-8", { fatal: true }).decode(value);
+      text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(value);
     } catch {
       return `<${value.byteLength} bytes>`;
     }
