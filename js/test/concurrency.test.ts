@@ -128,6 +128,57 @@ describe("a read-modify-write across an await in a Durable Object", () => {
   });
 });
 
+/**
+ * Races in Workers written without eutaxy in mind (js/test/fixtures/races): a lost update in D1,
+ * a read-modify-write of a KV counter, a check-then-insert behind an RPC call. Each is found
+ * without a fault and needs the interleaving; each fix is BOUNDED.
+ */
+const race = (path: string) => `${root}js/test/fixtures/races/${path}`;
+const RACES = [
+  {
+    name: "a D1 balance read, then written back",
+    bug: race("bank/withdraw.sim.ts"),
+    fix: race("bank/withdraw.fixed.sim.ts"),
+    invariant: "money-conserved",
+  },
+  {
+    name: "a KV counter read, then incremented",
+    bug: race("kv-counter/counter.sim.ts"),
+    fix: race("kv-counter/counter.fixed.sim.ts"),
+    invariant: "no-acknowledged-hit-lost",
+  },
+  {
+    name: "a check-then-insert in a Worker called over RPC",
+    bug: race("rpc-register/register.sim.ts"),
+    fix: race("rpc-register/register.fixed.sim.ts"),
+    invariant: "one-user-per-email",
+  },
+];
+
+describe("races in Workers eutaxy has not seen", () => {
+  for (const { name, bug, fix, invariant } of RACES) {
+    it(`${name}: VIOLATED with no fault, one request between the other's read and write`, async () => {
+      const result = violated(await check(bug));
+      expect(result.invariant).toBe(invariant);
+      expect(result.faults).toEqual([]);
+      const order = steps(result.trace);
+      // Both requests have started before the first one's last step.
+      const second = order.findIndex((line) => line.startsWith("deliver req-2#1"));
+      const firstLast = order.findLastIndex((line) => line.startsWith("req-1#1"));
+      expect(second).toBeGreaterThanOrEqual(0);
+      expect(second).toBeLessThan(firstLast);
+    });
+
+    it(`${name}: BOUNDED with one invocation at a time`, async () => {
+      expect((await check(interleaved(bug, 1))).verdict).toBe("BOUNDED");
+    });
+
+    it(`${name}: the fix is BOUNDED`, async () => {
+      expect((await check(fix)).verdict).toBe("BOUNDED");
+    });
+  }
+});
+
 describe("a promise a module shares between requests", () => {
   it("left unsettled by an invocation that died: the runtime cancels the request that awaits it", async () => {
     const result = violated(await check(fixture("shared-promise/greet.sim.ts")));
@@ -146,6 +197,7 @@ const SMALL = [
   example("signup-race/signup.fixed.sim.ts"),
   example("seats-race/seats.sim.ts"),
   example("seats-race/seats.fixed.sim.ts"),
+  ...RACES.flatMap(({ bug, fix }) => [bug, fix]),
 ];
 const SMALL_INTERLEAVED = [
   "service-binding/checkout.sim.ts",
