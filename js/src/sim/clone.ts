@@ -8,6 +8,7 @@
  */
 
 import { types } from "node:util";
+import { adoptDates } from "./durable-object-values.ts";
 
 /** Nesting beyond which the copy leaves the value to `structuredClone`. */
 const DEPTH_MAX = 64;
@@ -15,14 +16,17 @@ const DEPTH_MAX = 64;
 /** What `copyPlain` answers for a value it does not copy itself. */
 const NOT_PLAIN: unique symbol = Symbol("not plain");
 
-/** `structuredClone(value)`, with the common cases copied directly. */
+/**
+ * `structuredClone(value)`, with the common cases copied directly, and the Dates in it made the
+ * `Date` Worker code sees (the simulation's), so that they pass `instanceof Date` there.
+ */
 export function cloneValue<T>(value: T): T {
   if (typeof value !== "object" || value === null) {
     // Primitives clone to themselves; functions and symbols throw DataCloneError.
     return typeof value === "function" || typeof value === "symbol" ? structuredClone(value) : value;
   }
   const copy = copyPlain(value, new Map(), 0);
-  return copy === NOT_PLAIN ? structuredClone(value) : (copy as T);
+  return copy === NOT_PLAIN ? adoptDates(structuredClone(value)) : (copy as T);
 }
 
 /**

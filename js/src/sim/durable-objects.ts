@@ -42,7 +42,6 @@ import {
   SimDurableObjectId,
 } from "./durable-object-id.ts";
 import { type Instance, objectResource, reset, serveCall, slotOf } from "./durable-object-instance.ts";
-import { adoptDates } from "./durable-object-values.ts";
 import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
 import { Invocation } from "./invocation.ts";
 import { notImplemented } from "./service.ts";
@@ -177,8 +176,8 @@ function createStub(
         if (!(instance instanceof DurableObject)) throw new TypeError(NO_RPC);
         const fn = instance[method];
         if (typeof fn !== "function") throw notImplemented(method);
-        return fn.apply(instance, adoptDates(cloneValue(args)));
-      }).then((value) => adoptDates(cloneValue(value)));
+        return fn.apply(instance, cloneValue(args));
+      }).then((value) => cloneValue(value));
 
   return new Proxy(
     {},

@@ -46,6 +46,7 @@ import type { D1StatementSpec, Engine, FootprintEntry } from "../engine.ts";
 import { InputError } from "../errors.ts";
 import type { WorkerConfig } from "../load/wrangler.ts";
 import type { RunContext } from "./context.ts";
+import { adoptDates } from "./durable-object-values.ts";
 import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
 import { callHandler } from "./handlers.ts";
 import type { Invocation } from "./invocation.ts";
@@ -247,7 +248,8 @@ export function deserialize(bytes: Uint8Array, type: QueueContentType): unknown 
     case "json":
       return JSON.parse(decoder.decode(bytes));
     case "v8":
-      return v8Deserialize(Buffer.from(bytes));
+      // Dates come back as the simulation's `Date`, so that they pass `instanceof Date`.
+      return adoptDates(v8Deserialize(Buffer.from(bytes)));
   }
 }
 
