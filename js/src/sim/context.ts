@@ -55,6 +55,11 @@ export interface RunContext {
   readonly current: Invocation | undefined;
   /** The run's virtual clock. */
   nowMs(): number;
+  /**
+   * Moves the run's clock forward to `ms` (epoch milliseconds) if it is earlier: the platform's
+   * own work starts at its time (an alarm at the time it was set for).
+   */
+  advanceClockTo(ms: number): void;
   /** The module exports of `worker` in this run. */
   exportsOf(worker: SimWorker): Exports;
   /**

@@ -18,6 +18,8 @@ import type { DurableObjectNamespace } from "./world.ts";
 
 /** The first delivery of an alarm and its retries (docs: "up to 6 retries"). */
 const ALARM_DELIVERIES_MAX = 7;
+/** The wait before an alarm's first retry, doubled for each later one (docs: "exponential backoff starting at 2 second delay"). */
+const ALARM_RETRY_BACKOFF_MS = 2_000;
 /** `blockConcurrencyWhile` callbacks one call waits for at most. */
 const BLOCKERS_PER_CALL_MAX = 1_000;
 
@@ -270,6 +272,10 @@ async function deliverAlarm(
     const alarm = readAlarm(slot.store);
     if (!alarm || alarm.generation !== generation) return;
     if (attempt > 1 && !run.engine.redeliverPlatform(work, attempt)) break;
+    // The alarm runs at its time, a retry after Cloudflare's backoff (2 s, doubling).
+    run.advanceClockTo(
+      attempt === 1 ? alarm.time : run.nowMs() + ALARM_RETRY_BACKOFF_MS * 2 ** (attempt - 2),
+    );
     slot.runningAlarm = generation;
     const info = { retryCount: attempt - 1, isRetry: attempt > 1, scheduledTime: alarm.time };
     const outcome = await run.deliver(`${work}#${attempt}`, {

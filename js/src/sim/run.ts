@@ -76,6 +76,11 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    * engine is busy, and that must neither re-enter the engine nor see real time.
    */
   private clockMs: number;
+  /**
+   * How far the platform's own work has moved the clock past the engine's: an alarm starts at
+   * its time (`advanceClockTo`). Time stays monotonic and still moves at every decision.
+   */
+  private skewMs = 0;
   /** A failure of the simulation itself, raised where Worker code could have caught it. */
   private failure: Error | undefined;
   /** Invocations killed by a fault in this run. */
@@ -104,7 +109,12 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   }
 
   nowMs(): number {
-    return this.clockMs;
+    return this.clockMs + this.skewMs;
+  }
+
+  advanceClockTo(ms: number): void {
+    const now = this.nowMs();
+    if (ms > now) this.skewMs += ms - now;
   }
 
   fetch(input: unknown, init: unknown): Promise<Response> {
@@ -343,8 +353,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
 
   private countPlatformWork(): void {
     if (++this.platformWork > PLATFORM_WORK_PER_RUN_MAX) {
+      const done = [...this.platformCounts].map(([kind, n]) => `${n} ${kind}`).join(", ");
       throw new SimulationError(
-        `a run did more than ${PLATFORM_WORK_PER_RUN_MAX} pieces of platform work (queue batches, alarms); eutaxy stops it there`,
+        `a run did more than ${PLATFORM_WORK_PER_RUN_MAX} pieces of platform work (${done}): ` +
+          "a Worker that keeps setting an alarm or re-queueing messages never lets its run end; eutaxy stops it there",
       );
     }
   }
