@@ -43,7 +43,15 @@ interface CheckHeader {
 
 export type CheckResult = CheckHeader &
   (
-    | { readonly verdict: "BOUNDED"; readonly runs: number }
+    | {
+        readonly verdict: "BOUNDED";
+        readonly runs: number;
+        /**
+         * Present when invocations interleaved: whether partial-order reduction pruned the
+         * interleavings (sound only if the Workers share no mutable module-level state).
+         */
+        readonly partialOrderReduction?: boolean;
+      }
     | {
         readonly verdict: "INCOMPLETE";
         readonly runs: number;
@@ -146,7 +154,15 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
     const verdict = engine.verdict();
     switch (verdict.kind) {
       case "bounded":
-        return { ...header, verdict: "BOUNDED", runs: verdict.runs, ...shardOf(verdict) };
+        return {
+          ...header,
+          verdict: "BOUNDED",
+          runs: verdict.runs,
+          ...(bounds.maxConcurrentInvocations > 1
+            ? { partialOrderReduction: exploration.search.partialOrderReduction }
+            : {}),
+          ...shardOf(verdict),
+        };
       case "incomplete":
         return {
           ...header,

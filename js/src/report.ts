@@ -50,6 +50,11 @@ export function renderReport(result: CheckResult): string {
         head,
         "",
         `Every schedule within the bounds ran and no invariant broke: ${plural(result.runs, "schedule")} in ${seconds(result.elapsedMs)}.`,
+        ...(result.partialOrderReduction
+          ? [
+              "Interleavings that only reorder independent calls ran once (partial-order reduction): that holds if the Workers keep no mutable state at module level between requests; --no-reduction runs every interleaving.",
+            ]
+          : []),
         `Bounds: ${describeBounds(result)}.`,
       ].join("\n");
     case "INCOMPLETE":

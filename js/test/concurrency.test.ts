@@ -232,6 +232,24 @@ describe("partial-order reduction", () => {
   }, 120_000);
 });
 
+describe("a BOUNDED check with interleavings", () => {
+  it("says that reduction assumed no shared module state, and not when it was off", async () => {
+    const scenario = example("signup-race/signup.fixed.sim.ts");
+    const reduced = await check(scenario);
+    const full = await check(scenario, { partialOrderReduction: false });
+    if (reduced.verdict !== "BOUNDED" || full.verdict !== "BOUNDED") throw new Error("expected BOUNDED");
+    expect(reduced.partialOrderReduction).toBe(true);
+    expect(renderReport(reduced)).toMatch(
+      /partial-order reduction\): that holds if the Workers keep no mutable state at module level/,
+    );
+    expect(full.partialOrderReduction).toBe(false);
+    expect(renderReport(full)).not.toMatch(/partial-order reduction/);
+    // One invocation at a time there is nothing to reorder, and nothing to say.
+    const single = await check(interleaved(scenario, 1));
+    expect(single.verdict === "BOUNDED" && single.partialOrderReduction).toBeUndefined();
+  });
+});
+
 describe("--no-reduction", () => {
   it("explores every interleaving from the command line, for the same verdict", () => {
     const cli = (...args: string[]) => {
