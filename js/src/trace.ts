@@ -157,7 +157,11 @@ export function renderTrace(trace: readonly string[]): string {
   const who = (invocation: string): string => (interleaved ? `${invocation} ` : "");
   // Where the run's last step is: the D1 statements after it read the final state.
   let last = steps.length - 1;
-  while (last >= 0 && (steps[last]?.kind === "d1" || steps[last]?.kind === "call")) last--;
+  // (A binding call there is an invariant's read of KV; a Durable Object's storage calls are its
+  // own code's, so they end the final reads.)
+  const finalRead = (step: Step | undefined) =>
+    step?.kind === "d1" || (step?.kind === "call" && !step.text.startsWith("DO:"));
+  while (last >= 0 && finalRead(steps[last])) last--;
   const out: string[] = [];
   const seen = new Set<string>();
   /** The indentation of the last line that was not a D1 statement; statements go under it. */

@@ -54,6 +54,7 @@ export function finalState(engine: Engine, world: World, responses: readonly Cli
         store,
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_cf_KV'",
         [],
+        true,
       );
       return table.rows.length === 0 ? undefined : readOne(new ObjectStore(engine, store), key);
     },

@@ -625,7 +625,10 @@ export function summarize(value: unknown): string {
   // A Response (a service's or a Durable Object's fetch) has no JSON of its own worth showing.
   if (value instanceof Response) return `Response ${value.status}`;
   try {
-    const text = JSON.stringify(value);
+    // Maps and Sets, which JSON shows as {}, as their entries.
+    const text = JSON.stringify(value, (_key, v: unknown) =>
+      v instanceof Map ? { Map: [...v] } : v instanceof Set ? { Set: [...v] } : v,
+    );
     return text === undefined ? String(value) : text;
   } catch {
     return String(value);
