@@ -122,9 +122,19 @@ export function lostConnection(): Error {
   return new Error("Network connection lost.");
 }
 
-/** Errors cross an RPC boundary by value: the caller gets a new Error with name and message. */
+/** The error types an RPC call rethrows as they are. */
+const STANDARD_ERRORS = [Error, EvalError, RangeError, ReferenceError, SyntaxError, TypeError, URIError] as const;
+
+/**
+ * Errors cross an RPC boundary by value: the caller gets a new error with the message, of the
+ * same type when it is a standard one, else an Error with the name.
+ */
 export function rethrownOverRpc(error: unknown): Error {
   if (error instanceof Error) {
+    // "If it is one of the standard JavaScript Error types, the message and prototype's name
+    // will be retained" (Workers RPC, "Error handling"); the stack and own properties are not.
+    const Standard = STANDARD_ERRORS.find((type) => Object.getPrototypeOf(error) === type.prototype);
+    if (Standard) return new Standard(error.message);
     const copy = new Error(error.message);
     copy.name = error.name;
     return copy;

@@ -1,0 +1,21 @@
+/**
+ * Values over RPC (js/test/fixtures/rpc-values). A Date sent or returned over a service binding
+ * is a Date where it arrives, as on Cloudflare (the simulation's `Date` is its own subclass, and
+ * a structured clone makes instances of the original); an error of a standard type thrown by
+ * the callee reaches the caller as that type.
+ */
+
+import { describe, expect, it } from "vitest";
+import { check } from "../src/index.ts";
+
+const fixture = (file: string) => new URL(`./fixtures/rpc-values/${file}`, import.meta.url).pathname;
+
+describe("a Date and an error over RPC", () => {
+  it("cross to and from a callee Worker as they do on Cloudflare", async () => {
+    expect((await check(fixture("callee.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+
+  it("cross to and from a scripted service as they do on Cloudflare", async () => {
+    expect((await check(fixture("scripted.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+});
