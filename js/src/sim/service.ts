@@ -123,7 +123,15 @@ export function lostConnection(): Error {
 }
 
 /** The error types an RPC call rethrows as they are. */
-const STANDARD_ERRORS = [Error, EvalError, RangeError, ReferenceError, SyntaxError, TypeError, URIError] as const;
+const STANDARD_ERRORS = [
+  Error,
+  EvalError,
+  RangeError,
+  ReferenceError,
+  SyntaxError,
+  TypeError,
+  URIError,
+] as const;
 
 /**
  * Errors cross an RPC boundary by value: the caller gets a new error with the message, of the
