@@ -46,7 +46,6 @@ describe("cloneValue: the same result as structuredClone", () => {
     Date: () => ({ at: new Date(0) }),
     Map: () => [new Map([["k", { v: 1 }]])],
     "typed array": () => ({ bytes: new Uint8Array([1, 2, 3]) }),
-    "class instance": () => ({ charge: new Charge(7) }),
     "own __proto__ key": () => JSON.parse('{"__proto__": {"x": 1}, "y": 2}'),
     "deep nesting": () => {
       let value: unknown = "leaf";
@@ -60,6 +59,21 @@ describe("cloneValue: the same result as structuredClone", () => {
   for (const [name, make] of Object.entries(cases)) {
     it(name, () => expectSameAsStructuredClone(make));
   }
+});
+
+describe("cloneValue: what Workers RPC refuses", () => {
+  it("refuses an instance of the Worker's own class, as Workers RPC does", () => {
+    expect(() => cloneValue({ charge: new Charge(7) })).toThrow(
+      'Could not serialize object of type "Charge". This type does not support serialization.',
+    );
+    expect(() => cloneValue([new Charge(7)])).toThrow(expect.objectContaining({ name: "DataCloneError" }));
+  });
+
+  it("copies errors, a custom error class's too, and platform types as the clone does", () => {
+    class Declined extends Error {}
+    expect(cloneValue({ error: new Declined("no") }).error).toBeInstanceOf(Error);
+    expect(cloneValue({ at: new Date(0), pattern: /a+/g }).pattern).toEqual(/a+/g);
+  });
 });
 
 describe("cloneValue: references", () => {

@@ -1,14 +1,16 @@
 /**
  * What RPC does to the values it carries: a structured clone. Most calls carry primitives, or
  * plain objects and dense arrays of them (`charge(key, orderId, cents)` → `{ chargeId }`); those
- * are copied here directly, which in Node 20 costs a fraction of `structuredClone` (a round trip
- * through a MessageChannel). Anything else (a Date, a Map, a typed array, a class instance, a
- * function, a Proxy, an accessor, a sparse array…) goes to `structuredClone`, so its result, or
- * its DataCloneError, is the platform's own.
+ * are copied here directly, which in Node 20 costs a fraction of `structuredClone`. Anything else
+ * (a Date, a Map, a typed array, a function, a Proxy, an accessor, a sparse array…) goes to
+ * `structuredClone`, so its result, or its DataCloneError, is the platform's own; except an
+ * instance of a class of the Worker's own, which Workers RPC refuses ("Could not serialize
+ * object of type …") where `structuredClone` would copy it as a plain object.
  */
 
 import { types } from "node:util";
 import { adoptDates } from "./durable-object-values.ts";
+import { RpcTarget } from "./workers-module.ts";
 
 /** Nesting beyond which the copy leaves the value to `structuredClone`. */
 const DEPTH_MAX = 64;
@@ -26,7 +28,91 @@ export function cloneValue<T>(value: T): T {
     return typeof value === "function" || typeof value === "symbol" ? structuredClone(value) : value;
   }
   const copy = copyPlain(value, new Map(), 0);
-  return copy === NOT_PLAIN ? adoptDates(structuredClone(value)) : (copy as T);
+  if (copy !== NOT_PLAIN) return copy as T;
+  refuseClassInstances(value);
+  return adoptDates(structuredClone(value));
+}
+
+/** Prototypes of what a structured clone carries: plain objects and the platform's own types. */
+const CLONEABLE_PROTOTYPES: ReadonlySet<object | null> = new Set<object | null>([
+  null,
+  Object.prototype,
+  Array.prototype,
+  Date.prototype,
+  RegExp.prototype,
+  Map.prototype,
+  Set.prototype,
+  ArrayBuffer.prototype,
+  DataView.prototype,
+  Boolean.prototype,
+  Number.prototype,
+  String.prototype,
+  BigInt.prototype,
+  Error.prototype,
+  EvalError.prototype,
+  RangeError.prototype,
+  ReferenceError.prototype,
+  SyntaxError.prototype,
+  TypeError.prototype,
+  URIError.prototype,
+  ...[Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array]
+    .concat([Float32Array, Float64Array, BigInt64Array, BigUint64Array] as never[])
+    .map((type) => type.prototype),
+]);
+
+/** Objects `refuseClassInstances` visits at most; past them the clone decides. */
+const REFUSE_VISITS_MAX = 100_000;
+
+/**
+ * Throws Workers RPC's DataCloneError for the first object in `value` whose prototype is a class
+ * the Worker defined (its Dates, which the simulation makes its own subclass's, are Dates).
+ */
+function refuseClassInstances(value: unknown): void {
+  const seen = new Set<object>();
+  const stack: unknown[] = [value];
+  while (stack.length > 0 && seen.size < REFUSE_VISITS_MAX) {
+    const item = stack.pop();
+    if (typeof item !== "object" || item === null || seen.has(item) || types.isProxy(item)) continue;
+    seen.add(item);
+    const prototype = Object.getPrototypeOf(item);
+    if (!CLONEABLE_PROTOTYPES.has(prototype) && !(item instanceof Date) && !(item instanceof Error)) {
+      // Platform objects (a Response, a stream) are the clone's to refuse or copy.
+      if (isRpcTarget(item) || isPlatformObject(item)) continue;
+      const name = (prototype as { constructor?: { name?: string } } | null)?.constructor?.name || "Object";
+      throw new DOMException(
+        `Could not serialize object of type "${name}". This type does not support serialization.`,
+        "DataCloneError",
+      );
+    }
+    if (item instanceof Map) for (const [k, v] of item) stack.push(k, v);
+    else if (item instanceof Set) for (const v of item) stack.push(v);
+    else if (!ArrayBuffer.isView(item)) {
+      for (const key of Object.keys(item)) {
+        const descriptor = Object.getOwnPropertyDescriptor(item, key);
+        if (descriptor && "value" in descriptor) stack.push(descriptor.value);
+      }
+    }
+  }
+}
+
+function isPlatformObject(item: object): boolean {
+  return (
+    item instanceof Request ||
+    item instanceof Response ||
+    item instanceof Headers ||
+    item instanceof ReadableStream ||
+    item instanceof WritableStream ||
+    item instanceof Blob ||
+    item instanceof URL
+  );
+}
+
+/** An `RpcTarget` (cloudflare:workers), which Workers RPC passes by reference; copied here. */
+function isRpcTarget(item: object): boolean {
+  for (let p = Object.getPrototypeOf(item); p !== null; p = Object.getPrototypeOf(p)) {
+    if (p === RpcTarget.prototype) return true;
+  }
+  return false;
 }
 
 /**
