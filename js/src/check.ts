@@ -67,6 +67,12 @@ export async function check(scenarioPath: string, options: CheckOptions = {}): P
     ...scenario.bounds,
     ...(options.budgetMs === undefined ? {} : { budgetMs: options.budgetMs }),
   };
+  if (!Number.isSafeInteger(bounds.budgetMs) || bounds.budgetMs <= 0) {
+    throw new InputError(
+      undefined,
+      `the budget must be a positive whole number of milliseconds, not ${bounds.budgetMs}`,
+    );
+  }
   const strategy = options.strategy ?? "auto";
   if (!STRATEGIES.includes(strategy)) {
     throw new InputError(undefined, `--strategy ${strategy}: the strategies are ${STRATEGIES.join(", ")}`);

@@ -172,8 +172,8 @@ function request(values: Values, positionals: readonly string[]): Request | stri
   let budgetMs: number | undefined;
   if (values["budget-ms"] !== undefined) {
     budgetMs = Number(values["budget-ms"]);
-    if (!Number.isInteger(budgetMs) || budgetMs <= 0) {
-      return "--budget-ms must be a positive whole number of milliseconds";
+    if (!Number.isSafeInteger(budgetMs) || budgetMs <= 0) {
+      return "--budget-ms must be a positive whole number of milliseconds, at most 9007199254740991";
     }
   }
   let shard: CheckOptions["shard"];

@@ -277,6 +277,17 @@ describe("loadScenario", () => {
       "bounds.maxRedeliveries must be a non-negative integer",
     ],
     ["a zero budget", (s) => (s.bounds.budgetMs = 0), "bounds.budgetMs must be a positive integer"],
+    [
+      "17 faults per run",
+      (s) => (s.bounds.maxFaultsPerRun = 17),
+      "bounds.maxFaultsPerRun must be at most 16",
+    ],
+    ["65 redeliveries", (s) => (s.bounds.maxRedeliveries = 65), "bounds.maxRedeliveries must be at most 64"],
+    [
+      "a budget past 2^53",
+      (s) => (s.bounds.budgetMs = 1e20),
+      "bounds.budgetMs must be at most 9007199254740991",
+    ],
   ])("reports %s", async (_, spoil, problem) => {
     const scenario = baseScenario();
     spoil(scenario);

@@ -413,6 +413,11 @@ function readInvariants(scenario: Fields): Invariant[] {
 
 /** The engine explores at most this many invocations live at once. */
 const CONCURRENT_INVOCATIONS_MAX = 64;
+/** The engine's limits on faults per run and redeliveries per event. */
+const FAULTS_PER_RUN_MAX = 16;
+const REDELIVERIES_MAX = 64;
+/** A budget the engine can hold; about 285 millennia, so never a limit in practice. */
+export const BUDGET_MS_MAX = Number.MAX_SAFE_INTEGER;
 
 const BOUNDS = ["maxFaultsPerRun", "maxRedeliveries", "maxConcurrentInvocations", "budgetMs"] as const;
 
@@ -427,6 +432,15 @@ function readBounds(bounds: Fields): Bounds {
   }
   if ((read.maxConcurrentInvocations ?? 1) > CONCURRENT_INVOCATIONS_MAX) {
     invalid(`bounds.maxConcurrentInvocations must be at most ${CONCURRENT_INVOCATIONS_MAX}`);
+  }
+  if ((read.maxFaultsPerRun ?? 0) > FAULTS_PER_RUN_MAX) {
+    invalid(`bounds.maxFaultsPerRun must be at most ${FAULTS_PER_RUN_MAX}`);
+  }
+  if ((read.maxRedeliveries ?? 0) > REDELIVERIES_MAX) {
+    invalid(`bounds.maxRedeliveries must be at most ${REDELIVERIES_MAX}`);
+  }
+  if ((read.budgetMs ?? 1) > BUDGET_MS_MAX) {
+    invalid(`bounds.budgetMs must be at most ${BUDGET_MS_MAX}`);
   }
   return read;
 }
