@@ -142,7 +142,7 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
       if (!plan) break;
       const run = new Run(engine, world, events, bounds.maxConcurrentInvocations);
       await run.execute(plan);
-      engine.endRun(hostViolation(scenario.invariants, finalState(engine, world, run.responses)));
+      engine.endRun(hostViolation(scenario.invariants, finalState(engine, world, run.responses), world.file));
     }
     const header: CheckHeader = {
       scenario: scenario.name,
@@ -267,6 +267,8 @@ function probeModules(engine: Engine, world: World): void {
       try {
         exports = worker.module.instantiate({ "cloudflare:workers": workersModule(() => ({})) });
       } catch (error) {
+        // An import eutaxy refuses (node:fs, cloudflare:sockets) says so itself.
+        if (error instanceof InputError) throw error;
         const what = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
         throw new InputError(shown(worker.entry), `the Worker threw at import: ${what}`);
       }

@@ -32,6 +32,34 @@ type ModuleFactory = (
 const nodeRequire = createRequire(import.meta.url);
 
 /**
+ * The `node:` modules a Worker may import in the simulation: those that compute, and reach
+ * nothing outside the run. The rest (`node:fs`, `node:child_process`, `node:net`, `node:os`…)
+ * would act on this machine, not on anything Cloudflare gives a Worker, so importing one ends
+ * the check with a message.
+ */
+const NODE_MODULES_SIMULATED: ReadonlySet<string> = new Set([
+  "assert",
+  "assert/strict",
+  "async_hooks",
+  "buffer",
+  "crypto",
+  "diagnostics_channel",
+  "events",
+  "path",
+  "path/posix",
+  "punycode",
+  "querystring",
+  "stream",
+  "stream/promises",
+  "stream/web",
+  "string_decoder",
+  "url",
+  "util",
+  "util/types",
+  "zlib",
+]);
+
+/**
  * How a Worker entry is bundled, as wrangler does (the `workerd` conditions, browser fields),
  * for both runtimes: a CommonJS factory body whose `cloudflare:*` and `node:*` imports are left
  * to the runtime that instantiates it.
@@ -74,8 +102,16 @@ export async function bundleWorker(entry: string): Promise<WorkerModule> {
     instantiate(virtualModules) {
       const require = (specifier: string): unknown => {
         if (Object.hasOwn(virtualModules, specifier)) return virtualModules[specifier];
-        if (specifier.startsWith("node:")) return nodeRequire(specifier);
-        throw new Error(`${entry} imports ${specifier}, which eutaxy does not provide`);
+        if (specifier.startsWith("node:")) {
+          if (!NODE_MODULES_SIMULATED.has(specifier.slice("node:".length))) {
+            throw new InputError(
+              entry,
+              `imports ${specifier}, which would reach the machine eutaxy runs on (its files, processes or network); eutaxy does not simulate it`,
+            );
+          }
+          return nodeRequire(specifier);
+        }
+        throw new InputError(entry, `imports ${specifier}, which eutaxy does not provide`);
       };
       const module = { exports: {} };
       factory(module, module.exports, require);

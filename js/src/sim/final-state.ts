@@ -7,6 +7,7 @@
 
 import type { FinalState, Invariant } from "../cloudflare.ts";
 import type { Engine } from "../engine.ts";
+import { InputError } from "../errors.ts";
 import type { ClientResponse } from "./context.ts";
 import { ObjectStore } from "./durable-object-store.ts";
 import { readOne } from "./durable-object-tables.ts";
@@ -16,8 +17,18 @@ import { queueBodies } from "./queues.ts";
 import type { World } from "./world.ts";
 
 export function finalState(engine: Engine, world: World, responses: readonly ClientResponse[]): FinalState {
+  // A query the engine refuses is the scenario's mistake (a typo, a table that does not exist),
+  // not a broken invariant: the check stops with it, as it does for the built-in invariants.
   const rows = (store: string, sql: string, params: unknown[]) => {
-    const result = engine.d1Run(store, sql, params);
+    let result: ReturnType<Engine["d1Run"]>;
+    try {
+      result = engine.d1Run(store, sql, params);
+    } catch (error) {
+      throw new InputError(
+        world.file,
+        `an invariant's query on ${store} failed: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
     return result.rows.map((row) => Object.fromEntries(result.columns.map((c, i) => [c, row[i]])));
   };
   const binding = (name: string, kind: string) => {
@@ -25,7 +36,12 @@ export function finalState(engine: Engine, world: World, responses: readonly Cli
     const prefix = slash < 0 ? "" : name.slice(0, slash + 1);
     const worker = world.workers.find((w) => w.prefix === prefix);
     const spec = worker?.bindings.get(name.slice(slash + 1));
-    if (!spec || spec.kind !== kind) throw new Error(`no ${kind} binding named ${name} in the scenario`);
+    if (!spec || spec.kind !== kind) {
+      throw new InputError(
+        world.file,
+        `an invariant reads ${kind} binding ${name}, which the scenario does not have`,
+      );
+    }
     return spec;
   };
   return {
@@ -60,7 +76,11 @@ export function finalState(engine: Engine, world: World, responses: readonly Cli
     },
     queue: (name) => {
       const queue = world.queues.get(name);
-      if (!queue) throw new Error(`no queue named ${name} in the scenario`);
+      if (!queue)
+        throw new InputError(
+          world.file,
+          `an invariant reads queue ${name}, which the scenario does not have`,
+        );
       return queueBodies(engine, queue.store);
     },
     responses,
@@ -71,6 +91,7 @@ export function finalState(engine: Engine, world: World, responses: readonly Cli
 export function hostViolation(
   invariants: readonly Invariant[],
   state: FinalState,
+  file: string,
 ): { invariant: string; message: string } | undefined {
   for (const invariant of invariants) {
     if (invariant.kind === "custom") {
@@ -78,7 +99,14 @@ export function hostViolation(
       try {
         verdict = invariant.check(state);
       } catch (error) {
+        if (error instanceof InputError) throw error;
         verdict = `the invariant threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`;
+      }
+      if ((verdict as unknown) instanceof Promise) {
+        throw new InputError(
+          file,
+          `invariant ${invariant.name} returned a Promise: invariants read the final state synchronously and return true or a message`,
+        );
       }
       if (verdict !== true) return { invariant: invariant.name, message: String(verdict) };
     }

@@ -8,6 +8,8 @@
  * code is loaded.
  */
 
+import { SimulationError } from "../errors.ts";
+
 /** Where the wrappers draw from while a run is active. */
 export interface DeterminismSource {
   /** Fills `buf` from the random stream of the code that is running now. */
@@ -16,7 +18,21 @@ export interface DeterminismSource {
   nowMs(): number;
   /** Outbound `fetch` from Worker code; absent outside a run. */
   fetch?(input: unknown, init: unknown): Promise<Response>;
+  /** Ends the check with `error` at the next quiescence, whatever the Worker does with it. */
+  fail?(error: Error): void;
 }
+
+/**
+ * Runtime APIs of workerd that Node lacks and eutaxy does not simulate: reaching one during a run
+ * ends the check with a message saying so, instead of a ReferenceError the Worker would answer
+ * with a 500 (which would hide everything after it from the check).
+ */
+const NOT_SIMULATED: readonly (readonly [string, string])[] = [
+  ["caches", "the Cache API (caches.default, caches.open)"],
+  ["HTMLRewriter", "HTMLRewriter"],
+  ["WebSocketPair", "WebSocketPair (WebSockets)"],
+  ["scheduler", "scheduler.wait"],
+];
 
 const RealDate = globalThis.Date;
 const realDateNow = RealDate.now.bind(RealDate);
@@ -111,4 +127,19 @@ function install(): void {
       : realFetch(input as string, init as RequestInit)) as typeof fetch;
 
   performance.now = () => (source ? source.nowMs() - originMs : realPerformanceNow());
+
+  for (const [name, what] of NOT_SIMULATED) {
+    if (name in globalThis) continue;
+    Object.defineProperty(globalThis, name, {
+      configurable: true,
+      get() {
+        if (!source) return undefined;
+        const error = new SimulationError(
+          `the Worker used ${what}, which eutaxy does not simulate yet; the check cannot go on without it`,
+        );
+        source.fail?.(error);
+        throw error;
+      },
+    });
+  }
 }

@@ -1,0 +1,104 @@
+/**
+ * Mistakes in a scenario or in what a Worker reaches for, found by writing Workers against
+ * eutaxy: each stops the check with a message saying what and where, never a verdict built on
+ * it. A custom invariant that reads a binding the scenario lacks, runs SQL that does not
+ * parse, or returns a Promise is the scenario's mistake (bad input); a Worker importing
+ * `node:fs` would reach this machine (bad input); one using a runtime API eutaxy does not
+ * simulate (`caches.default`) stops the check rather than answering 500 and hiding the rest.
+ */
+
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { check, InputError, SimulationError } from "../src/index.ts";
+
+/** A folder with a one-route Worker whose fetch body is `body`, and a scenario with `invariant`. */
+function scenario(body: string, invariant: string, imports = ""): string {
+  const dir = mkdtempSync(join(tmpdir(), "eutaxy-mistakes-"));
+  writeFileSync(
+    join(dir, "wrangler.jsonc"),
+    '{ "name": "w", "main": "worker.ts", "compatibility_date": "2025-09-01", "d1_databases": [{ "binding": "DB", "database_name": "db" }] }',
+  );
+  writeFileSync(join(dir, "schema.sql"), "CREATE TABLE t (v INTEGER);");
+  writeFileSync(
+    join(dir, "worker.ts"),
+    `${imports}\nexport default { async fetch(request: Request, env: { DB: D1Database }): Promise<Response> { ${body} } };`,
+  );
+  const file = join(dir, "s.sim.ts");
+  writeFileSync(
+    file,
+    `import { d1Schema, defineScenario, http, invariant } from "eutaxy/cloudflare";
+     export default defineScenario({
+       name: "mistakes",
+       worker: { entry: "./worker.ts", config: "./wrangler.jsonc" },
+       setup: [d1Schema("DB", "./schema.sql")],
+       drive: http([{ path: "/" }]),
+       invariants: [invariant("i", ${invariant})],
+       bounds: { maxFaultsPerRun: 0 },
+     });`,
+  );
+  return file;
+}
+
+const ok = 'return new Response("ok");';
+
+async function failure(file: string): Promise<unknown> {
+  try {
+    const result = await check(file);
+    return result;
+  } catch (error) {
+    return error;
+  }
+}
+
+describe("a scenario's mistakes in a custom invariant", () => {
+  it("reading a binding the scenario does not have", async () => {
+    const error = await failure(
+      scenario(ok, '(s) => s.durableObjectStorage("ROOMS", "a", "k") === undefined'),
+    );
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toBe(
+      "an invariant reads durableObject binding ROOMS, which the scenario does not have",
+    );
+  });
+
+  it("running SQL that does not parse", async () => {
+    const error = await failure(scenario(ok, '(s) => s.d1("DB", "SELEC 1").length === 0'));
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toMatch(/^an invariant's query on DB failed: .*syntax error/);
+  });
+
+  it("returning a Promise", async () => {
+    const error = await failure(scenario(ok, "async () => true"));
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toMatch(/^invariant i returned a Promise/);
+  });
+});
+
+describe("what a Worker reaches for", () => {
+  it("node:fs, which would reach this machine", async () => {
+    const file = scenario(
+      'appendFileSync("/tmp/eutaxy-must-not-exist", "x"); return new Response("ok");',
+      "() => true",
+      'import { appendFileSync } from "node:fs";',
+    );
+    const error = await failure(file);
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toMatch(
+      /^imports node:fs, which would reach the machine eutaxy runs on/,
+    );
+  });
+
+  it("the Cache API, which eutaxy does not simulate", async () => {
+    const file = scenario(
+      'try { await caches.default.match(request); } catch {} return new Response("ok");',
+      "() => true",
+    );
+    const error = await failure(file);
+    expect(error).toBeInstanceOf(SimulationError);
+    expect((error as Error).message).toMatch(
+      /the Worker used the Cache API .*, which eutaxy does not simulate yet/,
+    );
+  });
+});
