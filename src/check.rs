@@ -819,6 +819,20 @@ impl Check {
                 State::Shrink(shrinker)
             }
             State::Replay(schedule) => {
+                // A run seed printed before the Worker changed may name a fault at an effect
+                // the Worker no longer makes; a replay without it would read as a fix.
+                let fired = self.run.faults();
+                if let Some(missed) = schedule.faults.iter().find(|planned| {
+                    !fired
+                        .iter()
+                        .any(|f| f.invocation == planned.invocation && f.effect == planned.effect)
+                }) {
+                    return Err(self.break_with(Error::new(format!(
+                        "the run seed names a fault at {} effect #{}, which this run never \
+                         reached: the Worker or the scenario changed since the seed was printed",
+                        missed.invocation, missed.effect
+                    ))));
+                }
                 let run_seed = schedule.encode(&self.config.events);
                 let trace = self.run.trace_lines().to_vec();
                 State::Done(match &violation {

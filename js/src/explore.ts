@@ -142,7 +142,20 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
       if (!plan) break;
       const run = new Run(engine, world, events, bounds.maxConcurrentInvocations);
       await run.execute(plan);
-      engine.endRun(hostViolation(scenario.invariants, finalState(engine, world, run.responses), world.file));
+      const violation = hostViolation(
+        scenario.invariants,
+        finalState(engine, world, run.responses),
+        world.file,
+      );
+      try {
+        engine.endRun(violation);
+      } catch (error) {
+        // A replayed run seed that names what this run never reached is a stale seed.
+        if (exploration.replay !== undefined && /^the run seed /.test((error as Error).message)) {
+          throw new InputError(undefined, `--replay: ${(error as Error).message}`);
+        }
+        throw error;
+      }
     }
     const header: CheckHeader = {
       scenario: scenario.name,

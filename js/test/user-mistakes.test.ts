@@ -102,3 +102,14 @@ describe("what a Worker reaches for", () => {
     );
   });
 });
+
+describe("a run seed that no longer fits the Worker", () => {
+  it("naming a fault at an effect the run never reaches is refused, not replayed as a fix", async () => {
+    const signup = new URL("../../examples/signup-race/signup.sim.ts", import.meta.url).pathname;
+    const error = await check(signup, { replay: "b694ecc921a7ce19:1,2:A1.1@9:0" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toBe(
+      "--replay: the run seed names a fault at req-1#1 effect #9, which this run never reached: the Worker or the scenario changed since the seed was printed",
+    );
+  });
+});
