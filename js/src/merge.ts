@@ -22,6 +22,9 @@ export type MergedResult =
       readonly missing: readonly number[];
     });
 
+/** The bounds that shape the tree the shards split. */
+const TREE_BOUNDS = ["maxFaultsPerRun", "maxRedeliveries", "maxConcurrentInvocations"] as const;
+
 /** Merges shard results of one scenario; `files` name where each came from, for errors. */
 export function mergeResults(results: readonly ShardedResult[], files: readonly string[]): MergedResult {
   const first = results[0];
@@ -42,6 +45,22 @@ export function mergeResults(results: readonly ShardedResult[], files: readonly 
       );
     }
     if (result.verdict === "HELD") throw new InputError(file, "a replay's result cannot be merged");
+    // The split is of one tree: the bounds that shape it must agree (the budget may differ).
+    for (const bound of TREE_BOUNDS) {
+      if (result.bounds[bound] !== first.bounds[bound]) {
+        throw new InputError(
+          file,
+          `this result was checked with ${bound} ${result.bounds[bound]}, not ${first.bounds[bound]} as ${files[0]} was`,
+        );
+      }
+    }
+    const earlier = results.findIndex((other) => other.shard?.index === result.shard?.index);
+    if (earlier < i) {
+      throw new InputError(
+        file,
+        `shard ${(result.shard?.index ?? 0) + 1} is given twice (also as ${files[earlier]})`,
+      );
+    }
   });
   const count = first.shard?.count ?? 1;
   const violated = results

@@ -58,6 +58,21 @@ describe("shards", () => {
     }
   });
 
+  it("refuse to merge shards of different trees, or one shard twice", async () => {
+    const parts = await shards("checkout.fixed.sim.ts", 2);
+    const [first, second] = parts as [CheckResult, CheckResult];
+    const otherBounds = { ...second, bounds: { ...second.bounds, maxFaultsPerRun: 0 } } as CheckResult;
+    expect(() => mergeResults([first, otherBounds], ["a.json", "b.json"])).toThrow(
+      "this result was checked with maxFaultsPerRun 0, not 1 as a.json was",
+    );
+    expect(() => mergeResults([first, first], ["a.json", "b.json"])).toThrow(
+      "shard 1 is given twice (also as a.json)",
+    );
+    // A different budget splits the same tree.
+    const otherBudget = { ...second, bounds: { ...second.bounds, budgetMs: 1 } } as CheckResult;
+    expect(mergeResults([first, otherBudget], ["a.json", "b.json"]).verdict).toBe("BOUNDED");
+  });
+
   it("work from the command line: --shard I/N with --json, then eutaxy merge", () => {
     const dir = mkdtempSync(join(tmpdir(), "eutaxy-shards-"));
     const cli = (args: string[]) =>
