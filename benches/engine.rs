@@ -46,8 +46,8 @@ fn main() {
 #[cfg(feature = "testing")]
 mod checkout {
     use eutaxy_engine::check::Check;
-    use eutaxy_engine::config::{InvariantSpec, StrategyKind};
-    use eutaxy_engine::testing::{config, FakeEffect, FakeHost};
+    use eutaxy_engine::config::StrategyKind;
+    use eutaxy_engine::testing::{config, one_charge_per_order, FakeEffect, FakeHost};
 
     pub const SCHEMA: &str = "CREATE TABLE charges (
         charge_id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -120,12 +120,7 @@ mod checkout {
             config.strategy = self.strategy;
             config.runs_max = self.runs_max;
             if self.sql {
-                config.invariants = vec![InvariantSpec::Unique {
-                    name: "one-charge-per-order".into(),
-                    db: "DB".into(),
-                    table: "charges".into(),
-                    columns: vec!["order_id".into()],
-                }];
+                config.invariants = vec![one_charge_per_order()];
             }
             let mut check = Check::new(config).expect("a valid config");
             if self.sql {
@@ -342,9 +337,10 @@ mod reduction {
     use std::time::{Duration, Instant};
 
     use eutaxy_engine::check::Check;
-    use eutaxy_engine::config::{CheckConfig, InvariantSpec};
+    use eutaxy_engine::config::CheckConfig;
     use eutaxy_engine::testing::{
-        check_then_insert, config, read_then_write, ConcurrentHost, FakeEffect,
+        check_then_insert, config, one_charge_per_order, read_then_write, ConcurrentHost,
+        FakeEffect,
     };
     use eutaxy_engine::verdict::Verdict;
 
@@ -456,12 +452,7 @@ mod reduction {
         config.max_concurrent_invocations = events as u32;
         config.partial_order_reduction = reduce;
         if system.unique {
-            config.invariants = vec![InvariantSpec::Unique {
-                name: "one-charge-per-order".into(),
-                db: "DB".into(),
-                table: "charges".into(),
-                columns: vec!["order_id".into()],
-            }];
+            config.invariants = vec![one_charge_per_order()];
         }
         config
     }

@@ -569,8 +569,8 @@ mod tests {
         assert_eq!(shrinker.best().schedule.events, vec![2]);
     }
 
-    #[test]
-    fn verification_catches_a_diverging_replay() {
+    /// A shrinker started on the minimal violating run of `oracle`, and that run's outcome.
+    fn minimal_violation(runs_max: u64) -> (Shrinker, Outcome) {
         let original = Schedule {
             base_seed: 7,
             events: vec![1],
@@ -579,12 +579,18 @@ mod tests {
             choices: vec![],
         };
         let first = oracle(&original);
-        let mut shrinker = Shrinker::new(
+        let shrinker = Shrinker::new(
             original,
             first.violation.clone().unwrap(),
             first.fingerprint,
-            10,
+            runs_max,
         );
+        (shrinker, first)
+    }
+
+    #[test]
+    fn verification_catches_a_diverging_replay() {
+        let (mut shrinker, first) = minimal_violation(10);
         shrinker.next_candidate().unwrap();
         let mut replayed = first;
         replayed.fingerprint ^= 1;
@@ -600,20 +606,7 @@ mod tests {
 
     #[test]
     fn the_verifying_replay_records_the_trace_the_report_shows() {
-        let original = Schedule {
-            base_seed: 7,
-            events: vec![1],
-            faults: vec![fault(FaultKind::CrashAfter, 1, 0)],
-            redeliveries_max: 1,
-            choices: vec![],
-        };
-        let first = oracle(&original);
-        let mut shrinker = Shrinker::new(
-            original,
-            first.violation.clone().unwrap(),
-            first.fingerprint,
-            1,
-        );
+        let (mut shrinker, first) = minimal_violation(1);
         assert!(shrinker.best().trace.is_empty());
         let candidate = shrinker.next_candidate().unwrap();
         assert!(candidate.strict);

@@ -6,7 +6,7 @@
 //! before every step.
 
 use crate::check::{Check, RunEnd, RunPlan};
-use crate::config::CheckConfig;
+use crate::config::{CheckConfig, InvariantSpec};
 use crate::error::Result;
 use crate::invariant::Violation;
 use crate::strategy::{Access, Decision, StepOption};
@@ -245,6 +245,16 @@ impl FakeHost {
             runs.push(self.play_run(check, plan)?);
         }
         Ok((runs, check.verdict()?))
+    }
+}
+
+/// The checkout systems' invariant: no two rows of `charges` in D1 database `DB` share an order.
+pub fn one_charge_per_order() -> InvariantSpec {
+    InvariantSpec::Unique {
+        name: "one-charge-per-order".into(),
+        db: "DB".into(),
+        table: "charges".into(),
+        columns: vec!["order_id".into()],
     }
 }
 

@@ -5,9 +5,10 @@
  */
 
 import { readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { build, type Plugin } from "esbuild";
 import { parse } from "jsonc-parser";
+import { workerBuildOptions } from "../src/load/bundle.ts";
 
 export interface WorkerSource {
   readonly name: string;
@@ -64,18 +65,12 @@ const workersModuleShim: Plugin = {
  */
 export async function loadWorker(entry: string, config: string, shim: boolean): Promise<WorkerSource> {
   const fields = parse(readFileSync(config, "utf8")) as WranglerFields;
+  // wrangler's bundling as eutaxy does it (load/bundle.ts), as an ES module for the floor's import
+  // and Miniflare.
   const result = await build({
-    entryPoints: [resolve(entry)],
-    absWorkingDir: dirname(resolve(entry)),
-    bundle: true,
-    write: false,
+    ...workerBuildOptions(resolve(entry)),
     format: "esm",
-    platform: "neutral",
-    target: "es2022",
-    mainFields: ["browser", "module", "main"],
-    conditions: ["workerd", "worker", "browser"],
-    logLevel: "silent",
-    ...(shim ? { plugins: [workersModuleShim] } : { external: ["cloudflare:*"] }),
+    ...(shim ? { plugins: [workersModuleShim], external: ["node:*"] } : {}),
   });
   return {
     name: fields.name ?? "worker",

@@ -4,10 +4,11 @@
 use std::collections::BTreeSet;
 
 use super::*;
-use crate::config::{InvariantSpec, StrategyKind};
+use crate::config::StrategyKind;
 use crate::shard::Shard;
 use crate::testing::{
-    check_then_insert, config, read_then_write, ConcurrentHost, FakeEffect, PlayedRun,
+    check_then_insert, config, one_charge_per_order, read_then_write, ConcurrentHost, FakeEffect,
+    PlayedRun,
 };
 
 const SCHEMA: &str = "CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER);
@@ -63,12 +64,7 @@ fn states(runs: &[PlayedRun]) -> BTreeSet<String> {
 }
 
 fn with_unique(mut config: CheckConfig) -> CheckConfig {
-    config.invariants = vec![InvariantSpec::Unique {
-        name: "one-charge-per-order".into(),
-        db: "DB".into(),
-        table: "charges".into(),
-        columns: vec!["order_id".into()],
-    }];
+    config.invariants = vec![one_charge_per_order()];
     config
 }
 

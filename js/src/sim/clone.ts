@@ -9,7 +9,7 @@
  */
 
 import { types } from "node:util";
-import { adoptDates } from "./durable-object-values.ts";
+import { real } from "./globals.ts";
 import { RpcTarget } from "./workers-module.ts";
 
 /** Nesting beyond which the copy leaves the value to `structuredClone`. */
@@ -68,25 +68,54 @@ const REFUSE_VISITS_MAX = 100_000;
  * the Worker defined (its Dates, which the simulation makes its own subclass's, are Dates).
  */
 function refuseClassInstances(value: unknown): void {
+  walkObjects(value, REFUSE_VISITS_MAX, (item) => {
+    const prototype = Object.getPrototypeOf(item);
+    if (CLONEABLE_PROTOTYPES.has(prototype) || item instanceof Date || item instanceof Error) return true;
+    // Platform objects (a Response, a stream) are the clone's to refuse or copy.
+    if (isRpcTarget(item) || isPlatformObject(item)) return false;
+    const name = (prototype as { constructor?: { name?: string } } | null)?.constructor?.name || "Object";
+    throw new DOMException(
+      `Could not serialize object of type "${name}". This type does not support serialization.`,
+      "DataCloneError",
+    );
+  });
+}
+
+/** Objects one `adoptDates` call visits at most, so a huge value cannot stall a run. */
+const ADOPT_VISITS_MAX = 1_000_000;
+
+/**
+ * Gives the Dates inside a structured clone the prototype of the `Date` Worker code sees. The
+ * simulation replaces `Date` with a subclass answering the virtual clock, while V8's
+ * deserializer and `structuredClone` make instances of the original; without this, a Date read
+ * back from storage or received over RPC or a queue would fail `instanceof Date` in the Worker.
+ */
+export function adoptDates<T>(value: T): T {
+  const SimDate = globalThis.Date;
+  walkObjects(value, ADOPT_VISITS_MAX, (item) => {
+    if (!(item instanceof real.Date)) return true;
+    if (!(item instanceof SimDate)) Object.setPrototypeOf(item, SimDate.prototype);
+    return false;
+  });
+  return value;
+}
+
+/**
+ * Calls `visit` once for each object in `value`, up to `max` of them: `value` itself, then, where
+ * `visit` answers true, a Map's keys and values, a Set's values, or an object's own data
+ * properties (no getter runs). Bytes and proxies are not entered.
+ */
+function walkObjects(value: unknown, max: number, visit: (item: object) => boolean): void {
   const seen = new Set<object>();
   const stack: unknown[] = [value];
-  while (stack.length > 0 && seen.size < REFUSE_VISITS_MAX) {
+  while (stack.length > 0 && seen.size < max) {
     const item = stack.pop();
     if (typeof item !== "object" || item === null || seen.has(item) || types.isProxy(item)) continue;
     seen.add(item);
-    const prototype = Object.getPrototypeOf(item);
-    if (!CLONEABLE_PROTOTYPES.has(prototype) && !(item instanceof Date) && !(item instanceof Error)) {
-      // Platform objects (a Response, a stream) are the clone's to refuse or copy.
-      if (isRpcTarget(item) || isPlatformObject(item)) continue;
-      const name = (prototype as { constructor?: { name?: string } } | null)?.constructor?.name || "Object";
-      throw new DOMException(
-        `Could not serialize object of type "${name}". This type does not support serialization.`,
-        "DataCloneError",
-      );
-    }
+    if (!visit(item) || ArrayBuffer.isView(item)) continue;
     if (item instanceof Map) for (const [k, v] of item) stack.push(k, v);
     else if (item instanceof Set) for (const v of item) stack.push(v);
-    else if (!ArrayBuffer.isView(item)) {
+    else {
       for (const key of Object.keys(item)) {
         const descriptor = Object.getOwnPropertyDescriptor(item, key);
         if (descriptor && "value" in descriptor) stack.push(descriptor.value);

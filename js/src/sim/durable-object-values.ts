@@ -12,7 +12,7 @@
  */
 
 import { deserialize, serialize } from "node:v8";
-import { real } from "./globals.ts";
+import { adoptDates } from "./clone.ts";
 
 /** Keys one `get`, `put` or `delete` call may name (docs: "up to 128 keys"). */
 export const KEYS_PER_CALL_MAX = 128;
@@ -64,36 +64,6 @@ export function encodeValue(key: string, value: unknown, sqlite: boolean): Uint8
 
 export function decodeValue(bytes: Uint8Array): unknown {
   return adoptDates(deserialize(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)));
-}
-
-/** Objects one `adoptDates` call visits at most, so a huge value cannot stall a run. */
-const ADOPT_VISITS_MAX = 1_000_000;
-
-/**
- * Gives the Dates inside a structured clone the prototype of the `Date` Worker code sees. The
- * simulation replaces `Date` with a subclass answering the virtual clock, while V8's
- * deserializer and `structuredClone` make instances of the original; without this, a Date read
- * back from storage or received over RPC would fail `instanceof Date` in the Worker.
- */
-export function adoptDates<T>(value: T): T {
-  const SimDate = globalThis.Date;
-  const seen = new Set<object>();
-  const stack: unknown[] = [value];
-  while (stack.length > 0 && seen.size < ADOPT_VISITS_MAX) {
-    const item = stack.pop();
-    if (typeof item !== "object" || item === null || seen.has(item) || ArrayBuffer.isView(item)) continue;
-    seen.add(item);
-    if (item instanceof real.Date) {
-      if (!(item instanceof SimDate)) Object.setPrototypeOf(item, SimDate.prototype);
-    } else if (item instanceof Map) {
-      for (const [k, v] of item) stack.push(k, v);
-    } else if (item instanceof Set) {
-      for (const v of item) stack.push(v);
-    } else {
-      for (const v of Object.values(item)) stack.push(v);
-    }
-  }
-  return value;
 }
 
 export function decodeEntries(entries: readonly (readonly [string, Uint8Array])[]): Map<string, unknown> {

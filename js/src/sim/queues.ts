@@ -45,8 +45,8 @@ import { deserialize as v8Deserialize, serialize as v8Serialize } from "node:v8"
 import type { D1StatementSpec, Engine, FootprintEntry } from "../engine.ts";
 import { InputError } from "../errors.ts";
 import type { WorkerConfig } from "../load/wrangler.ts";
+import { adoptDates } from "./clone.ts";
 import type { RunContext } from "./context.ts";
-import { adoptDates } from "./durable-object-values.ts";
 import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
 import { callHandler } from "./handlers.ts";
 import type { Invocation } from "./invocation.ts";
