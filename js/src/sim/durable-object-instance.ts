@@ -14,6 +14,7 @@ import { clearAlarm, readAlarm, type StorageHooks } from "./durable-object-table
 import type { EffectScope } from "./effect-scope.ts";
 import { buildEnv } from "./env.ts";
 import type { Invocation } from "./invocation.ts";
+import { resettingObject } from "./rpc-errors.ts";
 import type { DurableObjectNamespace } from "./world.ts";
 
 /** The first delivery of an alarm and its retries (docs: "up to 6 retries"). */
@@ -210,7 +211,7 @@ class SimDurableObjectState {
     const live = this.#live;
     const settled = (async () => callback())().catch((error: unknown) => {
       if (slot.live === live) reset(run, slot, "its blockConcurrencyWhile callback threw");
-      throw error;
+      throw resettingObject(error);
     });
     live.blockers.push(settled);
     return settled;
@@ -219,7 +220,7 @@ class SimDurableObjectState {
   /** Resets the object on purpose (docs: `abort`); the call that aborts gets the reason. */
   abort(reason?: string): never {
     if (this.#slot.live === this.#live) reset(this.#run, this.#slot, "it called ctx.abort()");
-    throw new Error(reason ?? "Durable Object was aborted.");
+    throw resettingObject(new Error(reason ?? "Durable Object was aborted."));
   }
 
   acceptWebSocket(): never {

@@ -44,6 +44,7 @@ import {
 import { type Instance, objectResource, reset, serveCall, slotOf } from "./durable-object-instance.ts";
 import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
 import { Invocation } from "./invocation.ts";
+import { breaksStub, brokenStubError } from "./rpc-errors.ts";
 import { notImplemented } from "./service.ts";
 import { DurableObject } from "./workers-module.ts";
 import type { BindingSpec, DurableObjectNamespace } from "./world.ts";
@@ -132,8 +133,18 @@ function createStub(
     if (!parent) throw new Error(`Durable Object binding ${spec.name} was called outside any invocation`);
     return parent;
   };
-  const call = <T>(method: string, serve: (instance: Instance) => unknown): Promise<T> =>
-    scope.effect(
+  // Set by the first error that breaks the stub; every later call fails with it, at once.
+  let broken: Error | undefined;
+  const call = <T>(method: string, serve: (instance: Instance) => unknown): Promise<T> => {
+    if (broken) {
+      if (run.tracing) {
+        run.trace(
+          `${run.current?.id ?? "init"} DO:${spec.name} ${method} fails at once: the stub is broken (${broken.message})`,
+        );
+      }
+      return Promise.reject(brokenStubError(broken));
+    }
+    const called = scope.effect(
       `DO:${spec.name} ${method}`,
       (effect) => {
         const slot = slotOf(run, namespace, id);
@@ -146,7 +157,7 @@ function createStub(
       {
         transient: () => {
           reset(run, slotOf(run, namespace, id), `a transient fault at the call ${method}`);
-          throw new Error(RESET_MESSAGE);
+          throw Object.assign(new Error(RESET_MESSAGE), { retryable: true, durableObjectReset: true });
         },
         // The call constructs the object or runs its code, which may also set its alarm.
         footprint: () => [
@@ -155,6 +166,11 @@ function createStub(
         ],
       },
     );
+    return called.catch((error: unknown) => {
+      if (breaksStub(error)) broken ??= error as Error;
+      throw error;
+    }) as Promise<T>;
+  };
 
   const fetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     // The request is built before the effect, as the runtime does, so a bad URL throws at once.

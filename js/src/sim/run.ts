@@ -39,7 +39,7 @@ import { buildEnv } from "./env.ts";
 import { activate, type DeterminismSource, real } from "./globals.ts";
 import { type EffectSink, Invocation, type ParkedEffect } from "./invocation.ts";
 import { outboundFetch } from "./outbound.ts";
-import { lostConnection, rethrownOverRpc } from "./service.ts";
+import { lostConnection, rethrownOverRpc } from "./rpc-errors.ts";
 import { type ExecutionContextLike, workersModule } from "./workers-module.ts";
 import type { SimWorker, World } from "./world.ts";
 

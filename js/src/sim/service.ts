@@ -5,11 +5,13 @@
  */
 
 import type { FootprintEntry } from "../engine.ts";
+import { InputError, SimulationError } from "../errors.ts";
 import { cloneValue } from "./clone.ts";
 import type { RunContext } from "./context.ts";
 import type { EffectScope } from "./effect-scope.ts";
 import { callHandler } from "./handlers.ts";
 import { Invocation } from "./invocation.ts";
+import { rethrownOverRpc } from "./rpc-errors.ts";
 import { isEntrypointClass } from "./workers-module.ts";
 import type { ServiceTarget } from "./world.ts";
 
@@ -61,16 +63,19 @@ export function createServiceBinding(binding: string, scope: EffectScope, calls:
 export function serviceCalls(run: RunContext, caller: EffectScope, target: ServiceTarget): ServiceCalls {
   if (target.kind === "scripted") {
     const { handlers } = target;
+    // A scripted service stands for another Worker: what it throws crosses as that Worker's would.
     return {
-      rpc: async (method, args) => {
-        const handler = handlers[method];
-        if (typeof handler !== "function") throw notImplemented(method);
-        return cloneValue(await (handler as (...a: unknown[]) => unknown)(...cloneValue(args)));
-      },
-      fetch: async (request) => {
-        if (!handlers.fetch) throw notImplemented("fetch");
-        return handlers.fetch(request);
-      },
+      rpc: (method, args) =>
+        crossing(async () => {
+          const handler = handlers[method];
+          if (typeof handler !== "function") throw notImplemented(method);
+          return cloneValue(await (handler as (...a: unknown[]) => unknown)(...cloneValue(args)));
+        }),
+      fetch: (request) =>
+        crossing(async () => {
+          if (!handlers.fetch) throw notImplemented("fetch");
+          return handlers.fetch(request);
+        }),
       footprint: () => SCRIPTED,
     };
   }
@@ -117,35 +122,12 @@ export function notImplemented(method: string): TypeError {
   return new TypeError(`The RPC receiver does not implement the method "${method}".`);
 }
 
-/** The error a caller sees when the invocation it called over RPC dies before answering. */
-export function lostConnection(): Error {
-  return new Error("Network connection lost.");
-}
-
-/** The error types an RPC call rethrows as they are. */
-const STANDARD_ERRORS = [
-  Error,
-  EvalError,
-  RangeError,
-  ReferenceError,
-  SyntaxError,
-  TypeError,
-  URIError,
-] as const;
-
-/**
- * Errors cross an RPC boundary by value: the caller gets a new error with the message, of the
- * same type when it is a standard one, else an Error with the name.
- */
-export function rethrownOverRpc(error: unknown): Error {
-  if (error instanceof Error) {
-    // "If it is one of the standard JavaScript Error types, the message and prototype's name
-    // will be retained" (Workers RPC, "Error handling"); the stack and own properties are not.
-    const Standard = STANDARD_ERRORS.find((type) => Object.getPrototypeOf(error) === type.prototype);
-    if (Standard) return new Standard(error.message);
-    const copy = new Error(error.message);
-    copy.name = error.name;
-    return copy;
+/** `call`'s result, or what it threw as a caller over a binding gets it; the check's own errors pass. */
+async function crossing<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof SimulationError || error instanceof InputError) throw error;
+    throw rethrownOverRpc(error);
   }
-  return new Error(String(error));
 }

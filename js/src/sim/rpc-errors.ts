@@ -1,0 +1,88 @@
+/**
+ * Errors that cross a binding (a service binding's RPC or fetch, a Durable Object stub), as
+ * workerd delivers them; each case below was checked against Miniflare's workerd.
+ *
+ * - An error the other side's code threw arrives as a new error, with `remote: true`. A
+ *   standard type (by its name) is kept with its message; any other name becomes an `Error`
+ *   whose message starts with it (`QuotaError: over quota`); a thrown non-error is an `Error`
+ *   with its string. Its stack and own properties stay behind.
+ * - An error that reset a Durable Object (`ctx.abort()`, a throwing `blockConcurrencyWhile`
+ *   callback) arrives with `durableObjectReset: true` instead, and breaks the stub it came
+ *   through: every later call on that stub fails the same way, while a new stub reaches a fresh
+ *   instance.
+ * - An invocation that died under the call is `Network connection lost.` with
+ *   `retryable: true` (workerd marks every disconnection retryable); through a Durable Object
+ *   stub it breaks the stub too.
+ */
+
+/** Errors the simulation threw because they reset a Durable Object. */
+const objectResets = new WeakSet<object>();
+
+/** The error a caller sees when the invocation it called dies before answering. */
+export function lostConnection(): Error {
+  return Object.assign(new Error("Network connection lost."), { retryable: true });
+}
+
+/** Marks `error`, thrown in a Durable Object, as the one that reset it. */
+export function resettingObject<T>(error: T): T {
+  if (typeof error === "object" && error !== null) objectResets.add(error);
+  return error;
+}
+
+/**
+ * The error the caller gets for `error`, thrown on the other side of the call: a copy, marked
+ * as remote, or as a reset of the object when it reset one.
+ */
+export function rethrownOverRpc(error: unknown): Error {
+  const copy = copied(error);
+  if (typeof error === "object" && error !== null && objectResets.has(error)) {
+    return Object.assign(copy, { durableObjectReset: true });
+  }
+  return Object.assign(copy, { remote: true });
+}
+
+function copied(error: unknown): Error {
+  if (error instanceof DOMException) return new DOMException(error.message, error.name);
+  if (!(error instanceof Error)) return new Error(String(error));
+  return standardError(error.name, error.message) ?? new Error(`${error.name}: ${error.message}`);
+}
+
+/** A new error of the standard type named `name`, if it names one: those cross as themselves. */
+function standardError(name: string, message: string): Error | undefined {
+  switch (name) {
+    case "Error":
+      return new Error(message);
+    case "EvalError":
+      return new EvalError(message);
+    case "RangeError":
+      return new RangeError(message);
+    case "ReferenceError":
+      return new ReferenceError(message);
+    case "SyntaxError":
+      return new SyntaxError(message);
+    case "TypeError":
+      return new TypeError(message);
+    case "URIError":
+      return new URIError(message);
+    case "AggregateError":
+      return new AggregateError([], message);
+    default:
+      return undefined;
+  }
+}
+
+/** Whether `error`, from a Durable Object call, leaves the stub it came through broken. */
+export function breaksStub(error: unknown): boolean {
+  if (typeof error !== "object" || error === null) return false;
+  const flags = error as { durableObjectReset?: unknown; retryable?: unknown };
+  return flags.durableObjectReset === true || flags.retryable === true;
+}
+
+/** The error a broken stub fails a call with: the one that broke it, anew. */
+export function brokenStubError(cause: Error): Error {
+  const copy = copied(cause);
+  const flags = cause as { durableObjectReset?: unknown; retryable?: unknown };
+  if (flags.retryable === true) Object.assign(copy, { retryable: true });
+  if (flags.durableObjectReset === true) Object.assign(copy, { durableObjectReset: true });
+  return copy;
+}
