@@ -25,7 +25,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use crate::config::{CheckConfig, StrategyKind};
-use crate::d1::{one_line, Databases, RawResult, Statement, Value};
+use crate::d1::{self, one_line, Databases, RawResult, Statement, Value};
 use crate::dfs::Dfs;
 use crate::error::{Error, Result};
 use crate::invariant::{self, Violation};
@@ -252,6 +252,7 @@ impl Check {
     }
 
     pub fn d1_setup(&mut self, db: &str, sql: &str) -> Result<()> {
+        d1::set_now_ms(self.run.now_ms());
         self.databases.setup(db, sql)
     }
 
@@ -262,6 +263,7 @@ impl Check {
         if self.databases.is_sealed() {
             return Ok(());
         }
+        d1::set_now_ms(self.run.now_ms());
         let mut baselines = Vec::with_capacity(self.config.invariants.len());
         for spec in &self.config.invariants {
             baselines.push(invariant::validate(spec, &mut self.databases)?);
@@ -628,6 +630,7 @@ impl Check {
         params: &[Value],
         traced: Traced,
     ) -> Result<RawResult> {
+        d1::set_now_ms(self.run.now_ms());
         let result = self.databases.run(db, sql, params);
         self.fingerprint_statement(db, sql, params, result.as_ref().map_err(|_| ()));
         if traced == Traced::No {
@@ -658,6 +661,7 @@ impl Check {
         statements: &[Statement],
         traced: Traced,
     ) -> Result<Vec<RawResult>> {
+        d1::set_now_ms(self.run.now_ms());
         let result = self.databases.batch(db, statements);
         for (i, statement) in statements.iter().enumerate() {
             let outcome = match &result {
@@ -689,6 +693,7 @@ impl Check {
 
     /// `d1_exec`, traced or not (see `d1_run_as`).
     pub fn d1_exec_as(&mut self, db: &str, sql: &str, traced: Traced) -> Result<u64> {
+        d1::set_now_ms(self.run.now_ms());
         let result = self.databases.exec(db, sql);
         self.run.fingerprint_bytes(db.as_bytes());
         self.run.fingerprint_bytes(sql.as_bytes());
@@ -874,6 +879,7 @@ impl Check {
     }
 
     fn first_violation(&mut self) -> Result<Option<Violation>> {
+        d1::set_now_ms(self.run.now_ms());
         for (spec, baseline) in self.config.invariants.iter().zip(&self.baselines) {
             if let Some(violation) =
                 invariant::evaluate(spec, baseline.as_ref(), &mut self.databases)?

@@ -34,10 +34,118 @@ use rusqlite::{Batch, Connection, ToSql, MAIN_DB};
 
 use crate::error::{Error, Result};
 
+use std::cell::Cell;
 use std::ffi::{c_int, c_void};
+use std::sync::Once;
 
 /// `sqlite3_test_control`'s opcode that seeds SQLite's PRNG (sqlite3.h).
 const SQLITE_TESTCTRL_PRNG_SEED: c_int = 28;
+/// `sqlite3_test_control`'s opcode that, given 2 and a function, replaces `localtime` (sqlite3.h).
+const SQLITE_TESTCTRL_LOCALTIME_FAULT: c_int = 18;
+
+/// The Unix epoch as a Julian day in milliseconds, SQLite's unit for the current time.
+const UNIX_EPOCH_JULIAN_MS: i64 = 210_866_760_000_000;
+
+thread_local! {
+    /// What SQLite's `'now'` reads (`datetime('now')`, `CURRENT_TIMESTAMP`, …): the
+    /// simulation's clock, in milliseconds since the epoch, as `set_now_ms` last set it.
+    static NOW_MS: Cell<i64> = const { Cell::new(0) };
+}
+
+/// Sets the time SQLite's `'now'` reads until the next call: the simulation's virtual clock,
+/// so that setup rows and statements record the same time in every check, on every machine.
+pub fn set_now_ms(ms: u64) {
+    NOW_MS.with(|now| now.set(i64::try_from(ms).unwrap_or(i64::MAX)));
+}
+
+unsafe extern "C" fn current_time_int64(
+    _vfs: *mut rusqlite::ffi::sqlite3_vfs,
+    out: *mut rusqlite::ffi::sqlite3_int64,
+) -> c_int {
+    // SAFETY: SQLite passes a valid pointer to write the time to.
+    unsafe { *out = UNIX_EPOCH_JULIAN_MS + NOW_MS.with(Cell::get) };
+    rusqlite::ffi::SQLITE_OK
+}
+
+unsafe extern "C" fn current_time(_vfs: *mut rusqlite::ffi::sqlite3_vfs, out: *mut f64) -> c_int {
+    let julian_ms = UNIX_EPOCH_JULIAN_MS + NOW_MS.with(Cell::get);
+    // SAFETY: SQLite passes a valid pointer to write the time to.
+    unsafe { *out = julian_ms as f64 / 86_400_000.0 };
+    rusqlite::ffi::SQLITE_OK
+}
+
+/// SQLite's `localtime` modifier, as D1 answers it: its databases run in UTC, so local time is
+/// UTC whatever the time zone of the machine eutaxy runs on. `t` is a `time_t` (64 bits, in
+/// the wasm build and natively), `tm` a `struct tm`, whose first nine `int`s it fills.
+unsafe extern "C" fn utc_localtime(t: *const c_void, tm: *mut c_void) -> c_int {
+    // SAFETY: SQLite passes its time_t and the struct tm it reads back.
+    let seconds = unsafe { *t.cast::<i64>() };
+    let days = seconds.div_euclid(86_400);
+    let in_day = seconds.rem_euclid(86_400);
+    let (year, month, day) = civil_from_days(days);
+    let narrow = |v: i64| c_int::try_from(v).unwrap_or(c_int::MAX);
+    let fields: [c_int; 9] = [
+        narrow(in_day % 60),
+        narrow((in_day / 60) % 60),
+        narrow(in_day / 3600),
+        narrow(day),
+        narrow(month - 1),
+        narrow(year - 1900),
+        narrow((days + 4).rem_euclid(7)),
+        narrow(days - days_from_civil(year, 1, 1)),
+        0,
+    ];
+    // SAFETY: struct tm begins with these nine ints on every target SQLite is built for here.
+    unsafe { tm.cast::<[c_int; 9]>().write(fields) };
+    0
+}
+
+/// The proleptic Gregorian date of a day counted from 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// The day, counted from 1970-01-01, of a proleptic Gregorian date (the inverse of the above).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if month > 2 { month - 3 } else { month + 9 };
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Gives SQLite the simulation's time, once: the default VFS's clock reads `NOW_MS` (every
+/// connection, in-memory or deserialized, asks it: the memdb VFS asks the default one), and
+/// `localtime` is UTC, as on D1.
+fn use_simulation_clock() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: finding the default VFS initialises SQLite; its struct lives as long as the
+        // library, and nothing reads its clock fields while this one thread writes them. The
+        // test control takes 2 and a `int (*)(const void*, void*)`.
+        unsafe {
+            let vfs = rusqlite::ffi::sqlite3_vfs_find(std::ptr::null());
+            if let Some(vfs) = vfs.as_mut() {
+                vfs.xCurrentTime = Some(current_time);
+                vfs.xCurrentTimeInt64 = Some(current_time_int64);
+            }
+            let localtime: unsafe extern "C" fn(*const c_void, *mut c_void) -> c_int =
+                utc_localtime;
+            sqlite3_test_control(SQLITE_TESTCTRL_LOCALTIME_FAULT, 2 as c_int, localtime);
+        }
+    });
+}
 
 extern "C" {
     // Variadic in sqlite3.h; the bundled bindings leave it out, so it is declared here.
@@ -331,6 +439,7 @@ impl Databases {
         }
         let cannot =
             |e: rusqlite::Error| Error::new(format!("cannot open D1 database '{name}': {e}"));
+        use_simulation_clock();
         let connection = Connection::open_in_memory().map_err(cannot)?;
         // D1's page size (SQLite's default); the wasm build of SQLite defaults to 8 KiB pages,
         // which doubles what the run's transaction journals for every page it first writes.
@@ -736,6 +845,79 @@ mod tests {
             .setup("DB", "CREATE TABLE a (x);\nCREAT TABLE b (y);")
             .unwrap_err();
         assert_eq!(error.message(), "statement 2: near \"CREAT\": syntax error");
+    }
+
+    fn text(databases: &mut Databases, sql: &str) -> Value {
+        databases.run("DB", sql, &[]).unwrap().rows[0][0].clone()
+    }
+
+    #[test]
+    fn now_is_the_simulation_clock_in_setup_runs_and_reloads() {
+        // 2026-01-01T00:00:00Z, then one minute and one second and a half later.
+        let start = 1_767_225_600_000;
+        set_now_ms(start);
+        let mut databases = Databases::new();
+        databases.open("DB").unwrap();
+        databases
+            .setup(
+                "DB",
+                "CREATE TABLE t (at TEXT DEFAULT CURRENT_TIMESTAMP); INSERT INTO t DEFAULT VALUES;",
+            )
+            .unwrap();
+        databases.seal().unwrap();
+        databases.restore().unwrap();
+        let at = |s: &str| Value::Text(s.to_string());
+        assert_eq!(
+            text(&mut databases, "SELECT at FROM t"),
+            at("2026-01-01 00:00:00")
+        );
+        set_now_ms(start + 61_500);
+        assert_eq!(
+            text(
+                &mut databases,
+                "SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')"
+            ),
+            at("2026-01-01 00:01:01.500")
+        );
+        assert_eq!(
+            text(&mut databases, "SELECT CAST(unixepoch('now') AS TEXT)"),
+            at("1767225661")
+        );
+        // A PRAGMA steps outside the run's transaction: the next run reloads the snapshot into
+        // a fresh connection (the memdb VFS), which reads the same clock.
+        databases.run("DB", "PRAGMA user_version = 1", &[]).unwrap();
+        databases.restore().unwrap();
+        assert_eq!(
+            text(&mut databases, "SELECT at FROM t"),
+            at("2026-01-01 00:00:00")
+        );
+        assert_eq!(
+            text(&mut databases, "SELECT datetime('now')"),
+            at("2026-01-01 00:01:01")
+        );
+        // D1 runs in UTC: local time is UTC, whatever the machine's time zone.
+        assert_eq!(
+            text(&mut databases, "SELECT datetime('now', 'localtime')"),
+            at("2026-01-01 00:01:01")
+        );
+        assert_eq!(
+            text(
+                &mut databases,
+                "SELECT datetime(951782400, 'unixepoch', 'localtime')"
+            ),
+            at("2000-02-29 00:00:00")
+        );
+    }
+
+    #[test]
+    fn days_convert_to_dates_and_back() {
+        for days in [-719_468, -1, 0, 1, 11_016, 11_017, 20_454, 2_932_896] {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days, "{y}-{m}-{d}");
+        }
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
     }
 
     #[test]
