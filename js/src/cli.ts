@@ -84,7 +84,7 @@ const EXIT_CODES = [
   [ExitCode.Incomplete, "INCOMPLETE: the budget ran out before the bounded space was covered"],
   [
     ExitCode.Simulation,
-    "the Worker escaped the simulation (awaited a real timer or socket, or ran nondeterministically)",
+    "the Worker escaped the simulation (awaited a socket or a promise nothing settles, or ran nondeterministically)",
   ],
 ] as const;
 

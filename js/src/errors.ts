@@ -27,7 +27,7 @@ export class InputError extends Error {
 
 /**
  * The Worker code escaped the simulation: it awaited something the simulation does not control
- * (a real timer, a socket), or a replay of the same choices reached a different effect.
+ * (a socket, a promise nothing settles), or a replay of the same choices reached a different effect.
  */
 export class SimulationError extends Error {
   readonly exitCode = 4;

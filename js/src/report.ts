@@ -77,6 +77,9 @@ export function renderReport(result: CheckResult): string {
   }
 }
 
+/** The trace's line for a timer that fired, after the invocation's id (`sim/run.ts`). */
+const TIMER_FIRED = /^timer of \d+ ms fired$/;
+
 /**
  * When invocations may interleave, the order the counterexample's steps ran in (deliveries and
  * effects), which is what makes most concurrency bugs: `req-2#1 effect #0` between two effects
@@ -90,6 +93,10 @@ function interleaving(result: Extract<CheckResult, { verdict: "VIOLATED" }>): st
     if (step.kind === "effect") {
       const fault = step.decision === "proceed" ? "" : `: ${faultName(step.decision, step.label)}`;
       return [`${step.invocation} effect #${step.effect} (${step.label})${fault}`];
+    }
+    // A timer firing is a step too: the invocation wakes between other invocations' steps.
+    if (step.kind === "other" && step.invocation && TIMER_FIRED.test(step.text)) {
+      return [`${step.invocation} ${step.text}`];
     }
     return [];
   });

@@ -84,7 +84,7 @@ describe("errors found inside workerd", () => {
     ["bad/throws-at-import.sim.ts", InputError],
     ["bad/sqlerror.sim.ts", InputError],
     ["outbound/unscripted.sim.ts", InputError],
-    ["escapes/timer.sim.ts", SimulationError],
+    ["escapes/forever.sim.ts", SimulationError],
   ] as const;
   for (const [path, kind] of cases) {
     it(`come back from ${path} as the ${kind.name} Node raises, with its message`, async () => {

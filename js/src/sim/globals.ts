@@ -1,11 +1,12 @@
 /**
  * Deterministic globals. Worker code runs in the host's realm, so the sources of
  * nondeterminism it can reach (`crypto.randomUUID`, `crypto.getRandomValues`, `Math.random`,
- * `Date`, `performance.now`) are replaced once per process by wrappers that, while a run is
- * active, draw from the engine: random bytes from the stream of the invocation that is
- * running, time from the run's virtual clock (frozen between effects, as in production).
- * Outside a run the wrappers call the originals, which are captured here before any Worker
- * code is loaded.
+ * `Date`, `performance.now`, timers) are replaced once per process by wrappers that, while a
+ * run is active, draw from the engine: random bytes from the stream of the invocation that is
+ * running, time from the run's virtual clock (frozen between effects, as in production), and
+ * timers from the run loop, which fires them on that clock (`setTimeout`, `setInterval`,
+ * `scheduler.wait`). Outside a run the wrappers call the originals, which are captured here
+ * before any Worker code is loaded.
  */
 
 import { SimulationError } from "../errors.ts";
@@ -20,6 +21,13 @@ export interface DeterminismSource {
   fetch?(input: unknown, init: unknown): Promise<Response>;
   /** Ends the check with `error` at the next quiescence, whatever the Worker does with it. */
   fail?(error: Error): void;
+  /**
+   * A timer of the invocation that is running: `callback(...args)` after `ms` milliseconds of
+   * the run's clock, and every `ms` after that if `repeat`. Answers the timer's id.
+   */
+  setTimer?(callback: (...args: unknown[]) => void, ms: number, args: unknown[], repeat: boolean): number;
+  /** Cancels the run's timer `id`; ids it did not give (or gave and fired) are ignored. */
+  clearTimer?(id: number): void;
 }
 
 /**
@@ -31,7 +39,6 @@ const NOT_SIMULATED: readonly (readonly [string, string])[] = [
   ["caches", "the Cache API (caches.default, caches.open)"],
   ["HTMLRewriter", "HTMLRewriter"],
   ["WebSocketPair", "WebSocketPair (WebSockets)"],
-  ["scheduler", "scheduler.wait"],
 ];
 
 const RealDate = globalThis.Date;
@@ -41,7 +48,12 @@ const realMathRandom = Math.random.bind(Math);
 const realRandomUUID = crypto.randomUUID.bind(crypto);
 const realGetRandomValues = crypto.getRandomValues.bind(crypto);
 const realSetImmediate = globalThis.setImmediate;
+const realSetTimeout = globalThis.setTimeout;
+const realSetInterval = globalThis.setInterval;
+const realClearTimeout = globalThis.clearTimeout;
+const realClearInterval = globalThis.clearInterval;
 const realFetch = globalThis.fetch;
+const realScheduler = (globalThis as { scheduler?: { wait?: (...args: unknown[]) => unknown } }).scheduler;
 
 /** The host's own clock and macrotask turn, untouched by the wrappers. */
 export const real = {
@@ -127,6 +139,43 @@ function install(): void {
       : realFetch(input as string, init as RequestInit)) as typeof fetch;
 
   performance.now = () => (source ? source.nowMs() - originMs : realPerformanceNow());
+
+  // Timers: the run's own while a run is active, so they fire on its clock, in its order. The
+  // originals are called on the global object, as workerd requires of its timers.
+  const timer =
+    (repeat: boolean, original: (...args: never[]) => unknown) =>
+    (callback: unknown, ms?: unknown, ...args: unknown[]): unknown => {
+      if (!source?.setTimer) return Reflect.apply(original, globalThis, [callback, ms, ...args]);
+      if (typeof callback !== "function") {
+        throw new TypeError(`The "callback" argument must be of type function. Received ${typeof callback}`);
+      }
+      return source.setTimer(callback as (...a: unknown[]) => void, Number(ms) || 0, args, repeat);
+    };
+  const clear =
+    (original: (...args: never[]) => unknown) =>
+    (id: unknown): void => {
+      // The run's timers are numbers, as workerd's are; Node's own are objects.
+      if (source?.clearTimer && typeof id === "number") source.clearTimer(id);
+      else Reflect.apply(original, globalThis, [id]);
+    };
+  globalThis.setTimeout = timer(false, realSetTimeout) as typeof setTimeout;
+  globalThis.setInterval = timer(true, realSetInterval) as typeof setInterval;
+  globalThis.clearTimeout = clear(realClearTimeout) as typeof clearTimeout;
+  globalThis.clearInterval = clear(realClearInterval) as typeof clearInterval;
+  // workerd's `scheduler.wait(ms)`: a promise that resolves after `ms`, on the run's clock.
+  // Node has no `scheduler`; workerd's own is kept for use outside a run.
+  Object.defineProperty(globalThis, "scheduler", {
+    configurable: true,
+    writable: true,
+    value: {
+      wait(ms?: number, options?: unknown): Promise<void> {
+        if (!source?.setTimer && realScheduler?.wait) {
+          return Reflect.apply(realScheduler.wait, realScheduler, [ms, options]) as Promise<void>;
+        }
+        return new Promise<void>((resolve) => globalThis.setTimeout(resolve, ms));
+      },
+    },
+  });
 
   for (const [name, what] of NOT_SIMULATED) {
     if (name in globalThis) continue;

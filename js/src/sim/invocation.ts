@@ -40,6 +40,8 @@ export class Invocation implements EffectScope {
   pending = 0;
   /** `ctx.waitUntil` promises not yet settled. */
   waitingUntil = 0;
+  /** Timers set and not yet fired or cleared: while it has one, it waits on the run's clock. */
+  timers = 0;
   /**
    * The shared state the invocation's own code runs inside of, `DO:<object>` for a Durable
    * Object's: every step of it or of its callees may touch that state as it resumes.

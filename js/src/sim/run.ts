@@ -49,6 +49,26 @@ const QUIESCENCE_TURNS_MAX = 64;
 const INVOCATIONS_PER_RUN_MAX = 10_000;
 /** Pieces of platform work (queue batches, alarms) one run may do. */
 const PLATFORM_WORK_PER_RUN_MAX = 1_000;
+/** Timer firings one run may do, so that an interval nothing clears ends. */
+const TIMERS_PER_RUN_MAX = 10_000;
+
+/** workerd's refusal of a timer set while a module is evaluated. */
+const GLOBAL_SCOPE_TIMER =
+  "Disallowed operation called within global scope. Asynchronous I/O (ex: fetch() or connect()), setting a " +
+  "timeout, and generating random values are not allowed within global scope. To fix this error, perform " +
+  "this operation within a handler. https://developers.cloudflare.com/workers/runtime-apis/handlers/";
+
+/** A timer a Worker set (`setTimeout`, `setInterval`, `scheduler.wait`), fired by the run loop. */
+interface Timer {
+  readonly id: number;
+  readonly owner: Invocation;
+  /** When it fires next, on the run's clock. */
+  dueMs: number;
+  readonly delayMs: number;
+  readonly repeat: boolean;
+  readonly callback: (...args: unknown[]) => void;
+  readonly args: unknown[];
+}
 
 /** A pending step of an interleaved run: what the engine is offered, and how to take it. */
 interface Step {
@@ -89,6 +109,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private tasks = 0;
   /** Interleaved runs: what `deliver` waits on, by top-level invocation, until it ends. */
   private readonly ending = new Map<Invocation, () => void>();
+  /** Timers set and not fired or cleared, by id, in the order they were set. */
+  private readonly timers = new Map<number, Timer>();
+  private timerIds = 0;
+  private timersFired = 0;
 
   constructor(
     readonly engine: Engine,
@@ -123,6 +147,65 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
 
   park(effect: ParkedEffect): void {
     this.parked.push(effect);
+  }
+
+  setTimer(callback: (...args: unknown[]) => void, ms: number, args: unknown[], repeat: boolean): number {
+    const owner = this.running;
+    if (!owner) throw new Error(GLOBAL_SCOPE_TIMER);
+    const delayMs = Math.max(0, Math.floor(ms));
+    const id = ++this.timerIds;
+    this.timers.set(id, { id, owner, dueMs: this.nowMs() + delayMs, delayMs, repeat, callback, args });
+    owner.timers++;
+    return id;
+  }
+
+  clearTimer(id: number): void {
+    const timer = this.timers.get(id);
+    if (!timer) return;
+    this.timers.delete(timer.id);
+    timer.owner.timers--;
+  }
+
+  /**
+   * The timer that fires next: the earliest due (the first set among equals) whose invocation
+   * is still at work, among those `eligible` allows. Timers of invocations that died or
+   * finished are dropped, as the runtime drops them when a request's work is over.
+   */
+  private nextTimer(eligible: (owner: Invocation) => boolean = () => true): Timer | undefined {
+    let next: Timer | undefined;
+    for (const timer of this.timers.values()) {
+      if (!timer.owner.live || timer.owner.finished) {
+        this.clearTimer(timer.id);
+        continue;
+      }
+      if (!eligible(timer.owner)) continue;
+      if (!next || timer.dueMs < next.dueMs) next = timer;
+    }
+    return next;
+  }
+
+  /** Fires `timer` as its invocation: the clock moves to its time, then its callback runs. */
+  private fireTimer(timer: Timer): void {
+    if (++this.timersFired > TIMERS_PER_RUN_MAX) {
+      throw new SimulationError(
+        `a run fired more than ${TIMERS_PER_RUN_MAX} timers (${timer.owner.id} set the last): ` +
+          "a Worker whose interval nothing clears never lets its run end; eutaxy stops it there",
+      );
+    }
+    this.advanceClockTo(timer.dueMs);
+    if (timer.repeat) {
+      timer.dueMs += Math.max(1, timer.delayMs);
+    } else {
+      this.clearTimer(timer.id);
+    }
+    this.trace(`${timer.owner.id} timer of ${timer.delayMs} ms fired`);
+    this.resume(timer.owner);
+    try {
+      timer.callback(...timer.args);
+    } catch (error) {
+      // workerd reports a timer's exception and carries on: the request does not fail.
+      this.trace(`${timer.owner.id} timer callback threw ${describe(error)}`);
+    }
   }
 
   exportsOf(worker: SimWorker): Exports {
@@ -201,6 +284,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     for (;;) {
       await this.quiesceInterleaved(next < events.length);
       const steps = this.effectSteps();
+      const timer = this.timerStep();
+      if (timer) steps.push(timer);
       if (this.tasks < this.concurrency) {
         const index = events[next];
         if (index !== undefined) {
@@ -240,6 +325,25 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
         this.executeEffect(effect);
       },
     }));
+  }
+
+  /**
+   * Firing the earliest timer of an invocation waiting on nothing but time (a binding call it
+   * waits on completes first). What the woken code touches until its next effect is unknown,
+   * and the clock it moves is shared: its footprint is empty, so it is ordered against every
+   * other step.
+   */
+  private timerStep(): Step | undefined {
+    const timer = this.nextTimer((owner) => owner.pending === 0);
+    if (!timer) return undefined;
+    return {
+      option: {
+        label: `${timer.owner.id} timer of ${timer.delayMs} ms`,
+        invocation: timer.owner.id,
+        footprint: [],
+      },
+      take: () => this.fireTimer(timer),
+    };
   }
 
   /** Starting driver event `index`: its first delivery, and its resends when that one dies. */
@@ -344,7 +448,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     for (const invocation of this.live) {
       if (!invocation.live || invocation.finished) {
         this.live.delete(invocation);
-      } else if (invocation.pending === 0) {
+      } else if (invocation.pending === 0 && invocation.timers === 0) {
         waiting.push(invocation);
       }
     }
@@ -480,13 +584,21 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     };
   }
 
-  /** Runs effects until every invocation has finished or died. */
+  /**
+   * Runs effects until every invocation has finished or died. A binding call is always faster
+   * than a timer: timers fire, earliest first, only when no effect is parked.
+   */
   private async drive(): Promise<void> {
     for (;;) {
       await this.quiesce();
       const next = this.nextParked();
-      if (!next) return;
-      this.executeEffect(next);
+      if (next) {
+        this.executeEffect(next);
+        continue;
+      }
+      const timer = this.nextTimer();
+      if (!timer) return;
+      this.fireTimer(timer);
     }
   }
 
@@ -589,7 +701,7 @@ function hungError(): Error {
 function stuckError(invocation: Invocation): SimulationError {
   return new SimulationError(
     `invocation ${invocation.id} of Worker ${invocation.worker} is waiting on something outside the simulation ` +
-      "(a real timer, a socket, or a promise nothing settles); eutaxy can only schedule binding calls",
+      "(a socket, or a promise nothing settles); eutaxy schedules binding calls and timers only",
   );
 }
 

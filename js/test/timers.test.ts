@@ -1,0 +1,78 @@
+/**
+ * Timers (js/test/fixtures/timers): `setTimeout`, `setInterval`, `clearTimeout` and
+ * `scheduler.wait` run on the run's clock, as the run loop fires them. A retry's backoff takes
+ * the time it says and composes with faults; a wait inside a Durable Object is a point where
+ * another call gets in, which interleaving finds; an interval nothing clears stops the run.
+ */
+
+import { describe, expect, it } from "vitest";
+import { SimulationError } from "../src/errors.ts";
+import { type CheckResult, check, renderReport } from "../src/index.ts";
+
+const fixture = (file: string) => new URL(`./fixtures/timers/${file}`, import.meta.url).pathname;
+
+function violated(result: CheckResult): Extract<CheckResult, { verdict: "VIOLATED" }> {
+  if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
+  return result;
+}
+
+describe("timers on the run's clock", () => {
+  it.each(["node", "workerd"] as const)(
+    "sleep, tick, clear, fail and refuse as in workerd (Worker code in %s)",
+    async (runtime) => {
+      expect((await check(fixture("clock.sim.ts"), { runtime })).verdict).toBe("BOUNDED");
+    },
+  );
+
+  it("let a retry with backoff get through every fault", async () => {
+    expect((await check(fixture("pay.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+
+  it("fire after a failed call and move the clock by the backoff", async () => {
+    const result = violated(await check(fixture("pay.first-try.sim.ts")));
+    expect(result.faults).toEqual([
+      expect.objectContaining({ invocation: "req-1#1", effect: 0, label: "D1:DB run" }),
+    ]);
+    const fired = result.trace.indexOf("req-1#1 timer of 100 ms fired");
+    expect(fired).toBeGreaterThan(0);
+    // The retry is effect #1, after the timer, at 2026-01-01 plus the backoff and the two calls.
+    const retry = result.trace.findIndex((line) => line.startsWith("req-1#1 effect #1 "));
+    expect(retry).toBeGreaterThan(fired);
+    expect(result.trace.join("\n")).toContain(`["o-1", ${Date.UTC(2026, 0, 1) + 101}]`);
+  });
+
+  it("are where another call gets into a Durable Object: a wait between read and write loses a visit", async () => {
+    const result = violated(await check(fixture("visits.sim.ts")));
+    expect(result.faults).toEqual([]);
+    expect(result.message).toBe("2 visits answered, the count is 1");
+    const report = renderReport(result);
+    // Both calls reach the object before either timer fires.
+    const steps = report.slice(report.indexOf("Steps in the order they ran:")).split("\n");
+    const second = steps.findIndex((line) => line.includes("req-2#1 effect #0"));
+    const timers = steps.flatMap((line, i) => (line.includes("timer of 5 ms fired") ? [i] : []));
+    expect(timers).toHaveLength(2);
+    expect(second).toBeLessThan(Math.min(...timers));
+    const replayed = violated(await check(fixture("visits.sim.ts"), { replay: result.runSeed }));
+    expect(replayed.trace).toEqual(result.trace);
+  });
+
+  it("leave a visit counted without a wait in between BOUNDED", async () => {
+    expect((await check(fixture("visits.atomic.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+
+  it("give the same trace for the same seed", async () => {
+    const first = violated(await check(fixture("visits.sim.ts")));
+    const second = violated(await check(fixture("visits.sim.ts")));
+    expect(second.runSeed).toBe(first.runSeed);
+    expect(second.trace).toEqual(first.trace);
+  });
+
+  it("stop a run whose interval nothing clears, naming the invocation", async () => {
+    const error = await check(fixture("spin.sim.ts")).then(
+      (result) => new Error(`expected an error, got ${result.verdict}`),
+      (e: unknown) => e as Error,
+    );
+    expect(error).toBeInstanceOf(SimulationError);
+    expect(error.message).toMatch(/fired more than 10000 timers \(req-1#1 set the last\)/);
+  });
+});
