@@ -5,7 +5,7 @@
  * run is active, draw from the engine: random bytes from the stream of the invocation that is
  * running, time from the run's virtual clock (frozen between effects, as in production), and
  * timers from the run loop, which fires them on that clock (`setTimeout`, `setInterval`,
- * `scheduler.wait`). Outside a run the wrappers call the originals, which are captured here
+ * `scheduler.wait`, `AbortSignal.timeout`). Outside a run the wrappers call the originals, which are captured here
  * before any Worker code is loaded.
  */
 
@@ -53,6 +53,7 @@ const realSetInterval = globalThis.setInterval;
 const realClearTimeout = globalThis.clearTimeout;
 const realClearInterval = globalThis.clearInterval;
 const realFetch = globalThis.fetch;
+const realAbortSignalTimeout = AbortSignal.timeout.bind(AbortSignal);
 const realScheduler = (globalThis as { scheduler?: { wait?: (...args: unknown[]) => unknown } }).scheduler;
 
 /** The host's own clock and macrotask turn, untouched by the wrappers. */
@@ -162,6 +163,17 @@ function install(): void {
   globalThis.setInterval = timer(true, realSetInterval) as typeof setInterval;
   globalThis.clearTimeout = clear(realClearTimeout) as typeof clearTimeout;
   globalThis.clearInterval = clear(realClearInterval) as typeof clearInterval;
+  // A signal that aborts with a TimeoutError after `ms` of the run's clock.
+  AbortSignal.timeout = (ms: number): AbortSignal => {
+    if (!source?.setTimer) return realAbortSignalTimeout(ms);
+    const controller = new AbortController();
+    globalThis.setTimeout(
+      () => controller.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")),
+      ms,
+    );
+    return controller.signal;
+  };
+
   // workerd's `scheduler.wait(ms)`: a promise that resolves after `ms`, on the run's clock.
   // Node has no `scheduler`; workerd's own is kept for use outside a run.
   Object.defineProperty(globalThis, "scheduler", {

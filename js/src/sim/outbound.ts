@@ -58,6 +58,8 @@ export function outboundFetch(run: RunContext, input: unknown, init: unknown): P
   } catch (error) {
     return Promise.reject(error);
   }
+  // A signal that has already aborted (a deadline that passed) rejects the fetch at once.
+  if (request.signal.aborted) return Promise.reject(request.signal.reason);
   const url = new URL(request.url);
   const match = findHandler(run.world.outbound, request.url);
   if (!match) {
