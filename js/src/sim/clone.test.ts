@@ -76,6 +76,27 @@ describe("cloneValue: what Workers RPC refuses", () => {
   });
 });
 
+describe("cloneValue: what Workers RPC carries beyond the clone", () => {
+  it("moves a Request's body: the copy reads it, the sender's is used", async () => {
+    const request = new Request("https://a.example/x", { method: "PUT", headers: { k: "v" }, body: "b" });
+    const copy = cloneValue({ request }).request;
+    expect(copy).not.toBe(request);
+    expect([copy.method, copy.url, copy.headers.get("k")]).toEqual(["PUT", "https://a.example/x", "v"]);
+    expect(await copy.text()).toBe("b");
+    expect(request.bodyUsed).toBe(true);
+  });
+
+  it("copies a Response with its status and headers, and Headers, alone or in arrays", async () => {
+    const [response, headers] = cloneValue([
+      new Response("r", { status: 202, statusText: "Queued", headers: { h: "1" } }),
+      new Headers({ a: "1" }),
+    ] as const);
+    expect([response.status, response.statusText, response.headers.get("h")]).toEqual([202, "Queued", "1"]);
+    expect(await response.text()).toBe("r");
+    expect(headers.get("a")).toBe("1");
+  });
+});
+
 describe("cloneValue: references", () => {
   it("keeps a value shared twice shared once in the copy", () => {
     const shared = { id: 1 };

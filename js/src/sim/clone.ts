@@ -5,7 +5,10 @@
  * (a Date, a Map, a typed array, a function, a Proxy, an accessor, a sparse array…) goes to
  * `structuredClone`, so its result, or its DataCloneError, is the platform's own; except an
  * instance of a class of the Worker's own, which Workers RPC refuses ("Could not serialize
- * object of type …") where `structuredClone` would copy it as a plain object.
+ * object of type …") where `structuredClone` would copy it as a plain object. A `Request`,
+ * `Response`, `Headers` or `ReadableStream` (alone, or in plain objects and arrays) crosses as
+ * Workers RPC carries it: a new one with the same parts, its body stream moved, so the sender's
+ * is used up.
  */
 
 import { types } from "node:util";
@@ -156,6 +159,11 @@ function copyPlain(value: unknown, seen: Map<object, unknown>, depth: number): u
   const copied = seen.get(value);
   if (copied !== undefined) return copied;
   if (depth >= DEPTH_MAX || types.isProxy(value)) return NOT_PLAIN;
+  const moved = transferred(value);
+  if (moved !== NOT_PLAIN) {
+    seen.set(value, moved);
+    return moved;
+  }
   const prototype = Object.getPrototypeOf(value);
   const keys = Object.keys(value);
   if (Array.isArray(value)) {
@@ -181,6 +189,25 @@ function copyPlain(value: unknown, seen: Map<object, unknown>, depth: number): u
     copy[key] = item;
   }
   return copy;
+}
+
+/**
+ * The receiver's copy of a platform object Workers RPC carries, or `NOT_PLAIN`. Building a
+ * Request from a Request, a Response or a stream from a body, takes the body over (the Fetch
+ * standard's "create a proxy"), which leaves the sender's used, as a transfer does.
+ */
+function transferred(value: object): unknown {
+  if (value instanceof Request) return new Request(value);
+  if (value instanceof Response) {
+    return new Response(value.body, {
+      status: value.status,
+      statusText: value.statusText,
+      headers: value.headers,
+    });
+  }
+  if (value instanceof Headers) return new Headers(value);
+  if (value instanceof ReadableStream) return value.pipeThrough(new TransformStream());
+  return NOT_PLAIN;
 }
 
 /** The value of an own data property; `NOT_PLAIN` for an accessor. */
