@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { cloneValue } from "./clone.ts";
+import { RpcTarget } from "./workers-module.ts";
 
 /** Whatever `structuredClone` answers or throws for `value`, `cloneValue` must too. */
 function expectSameAsStructuredClone(make: () => unknown): void {
@@ -52,7 +53,6 @@ describe("cloneValue: the same result as structuredClone", () => {
       for (let i = 0; i < 100; i++) value = [value];
       return value;
     },
-    function: () => ({ callback: () => 1 }),
     symbol: () => [Symbol("s")],
     Proxy: () => ({ inner: new Proxy({}, {}) }),
   };
@@ -84,6 +84,48 @@ describe("cloneValue: what Workers RPC carries beyond the clone", () => {
     expect([copy.method, copy.url, copy.headers.get("k")]).toEqual(["PUT", "https://a.example/x", "v"]);
     expect(await copy.text()).toBe("b");
     expect(request.bodyUsed).toBe(true);
+  });
+
+  it("gives a function as a stub: a call runs the original and answers a promise of a copy", async () => {
+    const seen: unknown[] = [];
+    const { callback } = cloneValue({
+      callback: (item: { n: number }) => {
+        seen.push(item);
+        return { doubled: item.n * 2 };
+      },
+    });
+    const arg = { n: 4 };
+    const answer = callback(arg);
+    expect(answer).toBeInstanceOf(Promise);
+    expect(await answer).toEqual({ doubled: 8 });
+    expect(seen).toEqual([{ n: 4 }]);
+    expect(seen[0]).not.toBe(arg);
+  });
+
+  it("gives an RpcTarget as a stub: methods and getters answer, own fields do not", async () => {
+    class Tally extends RpcTarget {
+      count = 1;
+      add(n: number): number {
+        this.count += n;
+        return this.count;
+      }
+      get twice(): number {
+        return this.count * 2;
+      }
+    }
+    const tally = new Tally();
+    const stub = cloneValue(tally) as unknown as {
+      add(n: number): Promise<number>;
+      twice: Promise<number>;
+      count: Promise<number>;
+    };
+    expect(typeof stub).toBe("function");
+    expect(await stub.add(2)).toBe(3);
+    expect(tally.count).toBe(3);
+    expect(await stub.twice).toBe(6);
+    await expect(Promise.resolve(stub.count)).rejects.toThrow(
+      'The RPC receiver does not implement the method "count".',
+    );
   });
 
   it("copies a Response with its status and headers, and Headers, alone or in arrays", async () => {

@@ -8,11 +8,13 @@
  * object of type …") where `structuredClone` would copy it as a plain object. A `Request`,
  * `Response`, `Headers` or `ReadableStream` (alone, or in plain objects and arrays) crosses as
  * Workers RPC carries it: a new one with the same parts, its body stream moved, so the sender's
- * is used up.
+ * is used up. A function, or an instance of an `RpcTarget` class, crosses as a stub: calling it
+ * (or a method of it) calls the original, with arguments and result crossing the same way.
  */
 
 import { types } from "node:util";
 import { real } from "./globals.ts";
+import { notImplemented } from "./rpc-errors.ts";
 import { RpcTarget } from "./workers-module.ts";
 
 /** Nesting beyond which the copy leaves the value to `structuredClone`. */
@@ -26,9 +28,10 @@ const NOT_PLAIN: unique symbol = Symbol("not plain");
  * `Date` Worker code sees (the simulation's), so that they pass `instanceof Date` there.
  */
 export function cloneValue<T>(value: T): T {
+  if (typeof value === "function") return functionStub(value as (...args: unknown[]) => unknown) as T;
   if (typeof value !== "object" || value === null) {
-    // Primitives clone to themselves; functions and symbols throw DataCloneError.
-    return typeof value === "function" || typeof value === "symbol" ? structuredClone(value) : value;
+    // Primitives clone to themselves; symbols throw DataCloneError.
+    return typeof value === "symbol" ? structuredClone(value) : value;
   }
   const copy = copyPlain(value, new Map(), 0);
   if (copy !== NOT_PLAIN) return copy as T;
@@ -153,8 +156,9 @@ function isRpcTarget(item: object): boolean {
  * It reads no getter, so a value it gives up on is cloned as if it had never been looked at.
  */
 function copyPlain(value: unknown, seen: Map<object, unknown>, depth: number): unknown {
+  if (typeof value === "function") return functionStub(value as (...args: unknown[]) => unknown);
   if (typeof value !== "object" || value === null) {
-    return typeof value === "function" || typeof value === "symbol" ? NOT_PLAIN : value;
+    return typeof value === "symbol" ? NOT_PLAIN : value;
   }
   const copied = seen.get(value);
   if (copied !== undefined) return copied;
@@ -207,7 +211,53 @@ function transferred(value: object): unknown {
   }
   if (value instanceof Headers) return new Headers(value);
   if (value instanceof ReadableStream) return value.pipeThrough(new TransformStream());
+  if (isRpcTarget(value)) return targetStub(value);
   return NOT_PLAIN;
+}
+
+/**
+ * A function as the receiver gets it: a stub whose call runs the original where it was made and
+ * answers a promise; arguments and result cross as any RPC value does.
+ */
+function functionStub(fn: (...args: unknown[]) => unknown): (...args: unknown[]) => Promise<unknown> {
+  return (...args) => Promise.resolve().then(async () => cloneValue(await fn(...cloneValue(args))));
+}
+
+/**
+ * An `RpcTarget` as the receiver gets it (compared with Miniflare's workerd): a stub on which
+ * every name is something to call or to await. Calling runs the target's method; awaiting reads
+ * a getter of its class. Its own fields stay behind: both reject as workerd does, as a method it
+ * does not implement.
+ */
+function targetStub(target: object): unknown {
+  const member = (key: string) => {
+    const own = Object.hasOwn(target, key);
+    const read = async (): Promise<unknown> => {
+      if (own || !(key in target)) throw notImplemented(key);
+      return cloneValue(Reflect.get(target, key));
+    };
+    const call = (...args: unknown[]) =>
+      Promise.resolve().then(async () => {
+        const method = own ? undefined : Reflect.get(target, key);
+        if (typeof method !== "function") throw notImplemented(key);
+        return cloneValue(await Reflect.apply(method, target, cloneValue(args)));
+      });
+    return Object.assign(call, {
+      // biome-ignore lint/suspicious/noThenProperty: awaiting a member reads it, as on a stub.
+      then: (resolve: (value: unknown) => unknown, reject: (error: unknown) => unknown) =>
+        read().then(resolve, reject),
+    });
+  };
+  return new Proxy(() => {}, {
+    get(_stub, key) {
+      // Awaiting the stub itself gives the stub; disposing it is the caller's business.
+      if (key === "then") return undefined;
+      if (key === Symbol.dispose) return () => {};
+      if (typeof key === "symbol") return undefined;
+      if (key === "dup") return () => targetStub(target);
+      return member(key);
+    },
+  });
 }
 
 /** The value of an own data property; `NOT_PLAIN` for an accessor. */

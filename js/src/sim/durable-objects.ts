@@ -44,8 +44,7 @@ import {
 import { type Instance, objectResource, reset, serveCall, slotOf } from "./durable-object-instance.ts";
 import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
 import { Invocation } from "./invocation.ts";
-import { breaksStub, brokenStubError } from "./rpc-errors.ts";
-import { notImplemented } from "./service.ts";
+import { breaksStub, brokenStubError, notImplemented } from "./rpc-errors.ts";
 import { DurableObject } from "./workers-module.ts";
 import type { BindingSpec, DurableObjectNamespace } from "./world.ts";
 

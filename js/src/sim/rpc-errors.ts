@@ -15,6 +15,11 @@
  *   stub it breaks the stub too.
  */
 
+/** workerd's answer for a name the receiver does not expose as a method. */
+export function notImplemented(method: string): TypeError {
+  return new TypeError(`The RPC receiver does not implement the method "${method}".`);
+}
+
 /** Errors the simulation threw because they reset a Durable Object. */
 const objectResets = new WeakSet<object>();
 

@@ -11,7 +11,7 @@ import type { RunContext } from "./context.ts";
 import type { EffectScope } from "./effect-scope.ts";
 import { callHandler } from "./handlers.ts";
 import { Invocation } from "./invocation.ts";
-import { rethrownOverRpc } from "./rpc-errors.ts";
+import { notImplemented, rethrownOverRpc } from "./rpc-errors.ts";
 import { isEntrypointClass } from "./workers-module.ts";
 import type { ServiceTarget } from "./world.ts";
 
@@ -116,10 +116,6 @@ export function serviceCalls(run: RunContext, caller: EffectScope, target: Servi
     // The call starts the callee, whose own calls are its own steps: it shares nothing more.
     footprint: (effect, invocation) => [{ resource: `call:${invocation}/${effect}`, write: true }],
   };
-}
-
-export function notImplemented(method: string): TypeError {
-  return new TypeError(`The RPC receiver does not implement the method "${method}".`);
 }
 
 /** `call`'s result, or what it threw as a caller over a binding gets it; the check's own errors pass. */
