@@ -42,6 +42,8 @@ export class Invocation implements EffectScope {
   waitingUntil = 0;
   /** Timers set and not yet fired or cleared: while it has one, it waits on the run's clock. */
   timers = 0;
+  /** When its handler answered or threw, on the run's clock; its `waitUntil` work runs on. */
+  endedAtMs: number | undefined = undefined;
   /**
    * The shared state the invocation's own code runs inside of, `DO:<object>` for a Durable
    * Object's: every step of it or of its callees may touch that state as it resumes.
@@ -100,6 +102,11 @@ export class Invocation implements EffectScope {
         reject,
       });
     });
+  }
+
+  /** The runtime cancels the `waitUntil` work left: the invocation is finished. */
+  cancelWaitUntil(): void {
+    this.waitingUntil = 0;
   }
 
   /** Tracks a `ctx.waitUntil` promise: the invocation is not finished before it settles. */

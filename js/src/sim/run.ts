@@ -50,7 +50,9 @@ const INVOCATIONS_PER_RUN_MAX = 10_000;
 /** Pieces of platform work (queue batches, alarms) one run may do. */
 const PLATFORM_WORK_PER_RUN_MAX = 1_000;
 /** Timer firings one run may do, so that an interval nothing clears ends. */
-const TIMERS_PER_RUN_MAX = 10_000;
+const TIMERS_PER_RUN_MAX = 100_000;
+/** How long `ctx.waitUntil` work may go on after the response before the runtime cancels it. */
+const WAIT_UNTIL_AFTER_RESPONSE_MS = 30_000;
 
 /** workerd's refusal of a timer set while a module is evaluated. */
 const GLOBAL_SCOPE_TIMER =
@@ -174,6 +176,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private nextTimer(eligible: (owner: Invocation) => boolean = () => true): Timer | undefined {
     let next: Timer | undefined;
     for (const timer of this.timers.values()) {
+      this.cancelLateWaitUntil(timer);
       if (!timer.owner.live || timer.owner.finished) {
         this.clearTimer(timer.id);
         continue;
@@ -182,6 +185,20 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       if (!next || timer.dueMs < next.dueMs) next = timer;
     }
     return next;
+  }
+
+  /**
+   * A timer due more than 30 s after its invocation answered belongs to `waitUntil` work the
+   * runtime has canceled by then ("cancellation will be delayed until the promise has completed
+   * or until an additional 30 seconds have elapsed, whichever happens first"): the invocation is
+   * finished, and its timers never fire.
+   */
+  private cancelLateWaitUntil(timer: Timer): void {
+    const { owner } = timer;
+    if (owner.endedAtMs === undefined || owner.finished || !owner.live) return;
+    if (timer.dueMs <= owner.endedAtMs + WAIT_UNTIL_AFTER_RESPONSE_MS) return;
+    owner.cancelWaitUntil();
+    this.trace(`${owner.id} waitUntil work canceled: the runtime allows it 30 s after the response`);
   }
 
   /** Fires `timer` as its invocation: the clock moves to its time, then its callback runs. */
@@ -477,6 +494,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       (value) => {
         if (!invocation.live) return;
         invocation.state = "answered";
+        invocation.endedAtMs = this.nowMs();
         outcome = { kind: "returned", value };
       },
       (error) => {
@@ -512,6 +530,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
         (value) => {
           if (!callee.live) return;
           callee.state = "answered";
+          callee.endedAtMs = this.nowMs();
           if (this.tracing) this.trace(`${callee.id} returned ${summarize(value)}`);
           this.resume(caller);
           resolve(value);
@@ -528,6 +547,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
 
   private threw(invocation: Invocation, error: unknown): void {
     invocation.state = "threw";
+    invocation.endedAtMs = this.nowMs();
     this.trace(`${invocation.id} threw ${describe(error)}`);
   }
 
