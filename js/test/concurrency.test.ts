@@ -179,6 +179,18 @@ describe("races in Workers eutaxy has not seen", () => {
   }
 });
 
+describe("blockConcurrencyWhile with more than one call waiting (examples/seats-race)", () => {
+  it("holds every waiting call until the callback settles: three bookings, one seat, BOUNDED", async () => {
+    const result = await check(fixture("seats-three-gated.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+  });
+
+  it("without it, three bookings at once sell the seat twice", async () => {
+    const result = violated(await check(fixture("seats-three.sim.ts")));
+    expect(result.faults).toEqual([]);
+  });
+});
+
 describe("a promise a module shares between requests", () => {
   it("left unsettled by an invocation that died: the runtime cancels the request that awaits it", async () => {
     const result = violated(await check(fixture("shared-promise/greet.sim.ts")));

@@ -13,6 +13,7 @@ import { ObjectStore } from "./durable-object-store.ts";
 import { clearAlarm, readAlarm, type StorageHooks } from "./durable-object-tables.ts";
 import type { EffectScope } from "./effect-scope.ts";
 import { buildEnv } from "./env.ts";
+import { real } from "./globals.ts";
 import type { Invocation } from "./invocation.ts";
 import { resettingObject } from "./rpc-errors.ts";
 import type { DurableObjectNamespace } from "./world.ts";
@@ -29,8 +30,8 @@ export type Instance = Record<string, unknown>;
 /** A constructed instance of the object's class and what it is doing. */
 interface LiveObject {
   instance: Instance | undefined;
-  /** `blockConcurrencyWhile` callbacks not yet waited for. */
-  readonly blockers: Promise<unknown>[];
+  /** `blockConcurrencyWhile` callbacks not settled yet; each leaves the set as it settles. */
+  readonly blockers: Set<Promise<unknown>>;
   /** Invocations in the middle of a call on this instance; one that dies takes the instance. */
   readonly serving: Set<Invocation>;
 }
@@ -83,13 +84,18 @@ export async function serveCall(
   serve: (instance: Instance) => unknown,
 ): Promise<unknown> {
   const live = liveObject(run, slot, invocation);
-  for (let i = 0; live.blockers.length > 0; i++) {
+  for (let i = 0; live.blockers.size > 0; i++) {
     if (i >= BLOCKERS_PER_CALL_MAX) {
       throw new Error(
         `eutaxy waits for at most ${BLOCKERS_PER_CALL_MAX} blockConcurrencyWhile callbacks per call`,
       );
     }
-    await live.blockers.shift();
+    // Every callback that holds the object now; a rejected one fails this call too.
+    await Promise.all(live.blockers);
+    // The calls that waited are let in one at a time, as the input gate delivers them: one
+    // macrotask turn each, in the order they came, so that the first runs until it waits on
+    // I/O (and may block the object again) before the next looks.
+    await new Promise((resolve) => real.setImmediate(resolve));
   }
   try {
     return await serve(live.instance as Instance);
@@ -111,7 +117,7 @@ function liveObject(run: RunContext, slot: ObjectSlot, invocation: Invocation): 
     return existing;
   }
   const Class = objectClass(run, slot.namespace);
-  const live: LiveObject = { instance: undefined, blockers: [], serving: new Set([invocation]) };
+  const live: LiveObject = { instance: undefined, blockers: new Set(), serving: new Set([invocation]) };
   slot.live = live;
   try {
     const state = new SimDurableObjectState(run, slot, live);
@@ -213,7 +219,9 @@ class SimDurableObjectState {
       if (slot.live === live) reset(run, slot, "its blockConcurrencyWhile callback threw");
       throw resettingObject(error);
     });
-    live.blockers.push(settled);
+    live.blockers.add(settled);
+    const done = () => live.blockers.delete(settled);
+    settled.then(done, done);
     return settled;
   }
 
