@@ -28,6 +28,12 @@ export interface DeterminismSource {
   setTimer?(callback: (...args: unknown[]) => void, ms: number, args: unknown[], repeat: boolean): number;
   /** Cancels the run's timer `id`; ids it did not give (or gave and fired) are ignored. */
   clearTimer?(id: number): void;
+  /**
+   * Platform work whose result is deterministic but whose completion the platform schedules
+   * (Web Crypto runs on Node's thread pool): the result reaches the Worker when the run loop
+   * hands it over, so neither its timing nor its order against other work shows.
+   */
+  outside?<T>(start: () => Promise<T>): Promise<T>;
 }
 
 /**
@@ -40,6 +46,22 @@ const NOT_SIMULATED: readonly (readonly [string, string])[] = [
   ["HTMLRewriter", "HTMLRewriter"],
   ["WebSocketPair", "WebSocketPair (WebSockets)"],
 ];
+
+/** `crypto.subtle`'s operations, each a promise the platform settles when it is done. */
+const SUBTLE_METHODS = [
+  "decrypt",
+  "deriveBits",
+  "deriveKey",
+  "digest",
+  "encrypt",
+  "exportKey",
+  "generateKey",
+  "importKey",
+  "sign",
+  "unwrapKey",
+  "verify",
+  "wrapKey",
+] as const;
 
 const RealDate = globalThis.Date;
 const realDateNow = RealDate.now.bind(RealDate);
@@ -174,6 +196,19 @@ function install(): void {
     return controller.signal;
   };
 
+  // Web Crypto: each operation the platform completes on its own time comes back through the run.
+  const subtle = crypto.subtle as unknown as Record<string, unknown>;
+  for (const name of SUBTLE_METHODS) {
+    const method = subtle[name];
+    if (typeof method !== "function") continue;
+    subtle[name] = (...args: unknown[]) => {
+      const start = () => Reflect.apply(method, crypto.subtle, args) as Promise<unknown>;
+      return source?.outside ? source.outside(start) : start();
+    };
+  }
+
+  installCompression();
+
   // workerd's `scheduler.wait(ms)`: a promise that resolves after `ms`, on the run's clock.
   // Node has no `scheduler`; workerd's own is kept for use outside a run.
   Object.defineProperty(globalThis, "scheduler", {
@@ -203,4 +238,75 @@ function install(): void {
       },
     });
   }
+}
+
+/** zlib's one-shot functions for each format `CompressionStream` takes. */
+interface Zlib {
+  gzipSync(data: Uint8Array): Uint8Array;
+  gunzipSync(data: Uint8Array): Uint8Array;
+  deflateSync(data: Uint8Array): Uint8Array;
+  inflateSync(data: Uint8Array): Uint8Array;
+  deflateRawSync(data: Uint8Array): Uint8Array;
+  inflateRawSync(data: Uint8Array): Uint8Array;
+}
+
+/**
+ * In Node, `CompressionStream` and `DecompressionStream` run zlib on the thread pool, so their
+ * output arrives whenever the pool is done: Worker code reading it could not be scheduled.
+ * While a run is active they are streams that gather their input and transform it at its end
+ * with zlib's one-shot functions: the same bytes, produced without leaving the simulation.
+ * workerd's own (the runtime that Worker code may run in instead) are left as they are.
+ */
+function installCompression(): void {
+  const platform = globalThis as {
+    navigator?: { userAgent?: string };
+    process?: { getBuiltinModule?(id: string): unknown };
+  };
+  if (platform.navigator?.userAgent === "Cloudflare-Workers") return;
+  const zlib = platform.process?.getBuiltinModule?.("node:zlib") as Zlib | undefined;
+  if (!zlib) return;
+  const RealCompression = globalThis.CompressionStream;
+  const RealDecompression = globalThis.DecompressionStream;
+  const formats = {
+    gzip: [zlib.gzipSync, zlib.gunzipSync],
+    deflate: [zlib.deflateSync, zlib.inflateSync],
+    "deflate-raw": [zlib.deflateRawSync, zlib.inflateRawSync],
+  } as const;
+  const oneShot = (format: unknown, direction: 0 | 1, Real: new (format: never) => TransformStream) => {
+    if (!source) return new Real(format as never);
+    const pair = Object.hasOwn(formats, String(format))
+      ? formats[String(format) as keyof typeof formats]
+      : undefined;
+    if (!pair) {
+      throw new TypeError(
+        `The provided value '${String(format)}' is not a valid enum value of type CompressionFormat.`,
+      );
+    }
+    const transform = pair[direction];
+    const chunks: Uint8Array[] = [];
+    return new TransformStream<ArrayBuffer | ArrayBufferView, Uint8Array>({
+      transform(chunk) {
+        chunks.push(
+          ArrayBuffer.isView(chunk)
+            ? new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+            : new Uint8Array(chunk),
+        );
+      },
+      flush(controller) {
+        const input = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
+        let at = 0;
+        for (const chunk of chunks) {
+          input.set(chunk, at);
+          at += chunk.byteLength;
+        }
+        controller.enqueue(new Uint8Array(transform(input)));
+      },
+    });
+  };
+  globalThis.CompressionStream = function CompressionStream(format: string) {
+    return oneShot(format, 0, RealCompression);
+  } as unknown as typeof CompressionStream;
+  globalThis.DecompressionStream = function DecompressionStream(format: string) {
+    return oneShot(format, 1, RealDecompression);
+  } as unknown as typeof DecompressionStream;
 }

@@ -60,6 +60,14 @@ const GLOBAL_SCOPE_TIMER =
   "timeout, and generating random values are not allowed within global scope. To fix this error, perform " +
   "this operation within a handler. https://developers.cloudflare.com/workers/runtime-apis/handlers/";
 
+/** Platform work in flight outside the simulation, and how to hand its result to the Worker. */
+interface OutsideWork {
+  readonly owner: Invocation | undefined;
+  readonly settled: Promise<{ readonly ok: boolean; readonly value: unknown }>;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
+
 /** A timer a Worker set (`setTimeout`, `setInterval`, `scheduler.wait`), fired by the run loop. */
 interface Timer {
   readonly id: number;
@@ -111,6 +119,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private tasks = 0;
   /** Interleaved runs: what `deliver` waits on, by top-level invocation, until it ends. */
   private readonly ending = new Map<Invocation, () => void>();
+  /** Platform work in flight outside the simulation (`outside`), in the order it started. */
+  private readonly outsideWork: OutsideWork[] = [];
   /** Timers set and not fired or cleared, by id, in the order they were set. */
   private readonly timers = new Map<number, Timer>();
   private timerIds = 0;
@@ -149,6 +159,42 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
 
   park(effect: ParkedEffect): void {
     this.parked.push(effect);
+  }
+
+  outside<T>(start: () => Promise<T>): Promise<T> {
+    let settled: OutsideWork["settled"];
+    try {
+      settled = start().then(
+        (value) => ({ ok: true, value }),
+        (value: unknown) => ({ ok: false, value }),
+      );
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return new Promise<T>((resolve, reject) => {
+      this.outsideWork.push({
+        owner: this.running,
+        settled,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+      });
+    });
+  }
+
+  /**
+   * Hands the oldest piece of outside work its result, once it has one, as the invocation that
+   * started it: one per macrotask turn, in the order they started, so that when and in what order
+   * the platform finished them never shows. Says whether there was one.
+   */
+  private async releaseOutside(): Promise<boolean> {
+    const work = this.outsideWork.shift();
+    if (!work) return false;
+    const { ok, value } = await work.settled;
+    if (work.owner && !work.owner.live) return true;
+    this.resume(work.owner);
+    if (ok) work.resolve(value);
+    else work.reject(value);
+    return true;
   }
 
   setTimer(callback: (...args: unknown[]) => void, ms: number, args: unknown[], repeat: boolean): number {
@@ -434,6 +480,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     for (let turn = 0; turn < QUIESCENCE_TURNS_MAX; turn++) {
       await new Promise((resolve) => real.setImmediate(resolve));
       if (this.failure) throw this.failure;
+      if (await this.releaseOutside()) {
+        turn--;
+        continue;
+      }
       if (this.tellEnded()) continue;
       const waiting = this.waiting();
       if (waiting.length === 0) return true;
@@ -689,6 +739,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       for (let turn = 0; turn < QUIESCENCE_TURNS_MAX; turn++) {
         await new Promise((resolve) => real.setImmediate(resolve));
         if (this.failure) throw this.failure;
+        if (await this.releaseOutside()) {
+          turn--;
+          continue;
+        }
         if (this.waiting().length === 0) return;
       }
       this.cancelHung();
