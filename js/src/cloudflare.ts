@@ -262,9 +262,12 @@ export function invariant(name: string, check: (state: FinalState) => true | str
   return { kind: "custom", name, check };
 }
 
-/** Invariant `name`: every http request is eventually answered with `status` ("2xx" by default). */
-export function answered(name: string, options: { status?: string } = {}): AnsweredInvariant {
-  return { kind: "answered", name, status: options.status ?? "2xx" };
+/**
+ * Invariant `name`: every http request is eventually answered with `status`: a class ("2xx", the
+ * default) or a code (`"201"` or `201`).
+ */
+export function answered(name: string, options: { status?: string | number } = {}): AnsweredInvariant {
+  return { kind: "answered", name, status: String(options.status ?? "2xx") };
 }
 
 /** Invariant `name`: no two rows share the values of `columns`. */

@@ -115,6 +115,25 @@ describe("loadScenario", () => {
     expect(audit?.kind === "service" && (await audit.handlers.log?.(...(["abc"] as never[])))).toBe(3);
   });
 
+  it("takes an answered status as a class, a code, or a code written as a number", async () => {
+    const file = write(
+      "answers.sim.ts",
+      `import { answered, defineScenario, http } from "eutaxy/cloudflare";
+       export default defineScenario({
+         name: "answers",
+         worker: { entry: "./worker.ts", config: "./wrangler.jsonc" },
+         drive: http([{ path: "/" }]),
+         invariants: [answered("any-2xx"), answered("created", { status: "201" }), answered("declined", { status: 402 })],
+       });`,
+    );
+    const { scenario } = await loadScenario(file);
+    expect(scenario.invariants.map((i) => (i.kind === "answered" ? i.status : undefined))).toEqual([
+      "2xx",
+      "201",
+      "402",
+    ]);
+  });
+
   it("finds the wrangler config beside an entry when the scenario names none", async () => {
     const file = write("checkout.sim.ts", `export default ${JSON.stringify(baseScenario())};`);
     const { scenario } = await loadScenario(file);
