@@ -372,6 +372,19 @@ impl Check {
         label: &str,
         transient: bool,
     ) -> Result<Decision> {
+        self.decide_offering(invocation, effect, label, transient, false)
+    }
+
+    /// `decide`, where the binding's transient error can also come after the call took effect
+    /// (`lost`, which needs `transient`): the lost_response alternative.
+    pub fn decide_offering(
+        &mut self,
+        invocation: &str,
+        effect: u32,
+        label: &str,
+        transient: bool,
+        lost: bool,
+    ) -> Result<Decision> {
         self.ensure_whole()?;
         let Some(active) = self.active.as_mut() else {
             return Err(Error::new("decide was called outside a run"));
@@ -416,6 +429,7 @@ impl Check {
             effect,
             label,
             transient,
+            lost: transient && lost,
             ordinal: self.run.begin_effect(),
             faults_fired: self.run.faults_fired(),
         };

@@ -52,7 +52,7 @@ impl Strategy for Dfs {
         if point.faults_fired >= self.faults_per_run_max {
             return Ok(Decision::Proceed);
         }
-        let alternatives = Decision::alternatives(point.transient);
+        let alternatives = Decision::alternatives(point.transient, point.lost);
         let chosen = self
             .tree
             .branch(&point.describe(), alternatives.len() as u8)?;

@@ -64,7 +64,9 @@ impl Strategy for Replay {
         // A transient fault only fires where the host can raise the transient error; where it
         // cannot (a shrink candidate that moved effects around) the effect proceeds, and the
         // fault is not among the run's fired faults.
-        if fault.kind == FaultKind::Transient && !point.transient {
+        if fault.kind == FaultKind::Transient && !point.transient
+            || fault.kind == FaultKind::LostResponse && !point.lost
+        {
             return Ok(Decision::Proceed);
         }
         Ok(Decision::from_fault(fault.kind))
@@ -131,6 +133,7 @@ mod tests {
             effect,
             label,
             transient: false,
+            lost: false,
             ordinal: 1,
             faults_fired: 0,
         }

@@ -70,7 +70,7 @@ impl FaultPlan {
         let Some((_, draw)) = self.at.iter().find(|(at, _)| *at == point.ordinal) else {
             return Decision::Proceed;
         };
-        let alternatives = Decision::alternatives(point.transient);
+        let alternatives = Decision::alternatives(point.transient, point.lost);
         // Alternative 0 is proceed; the others are the faults the effect offers.
         alternatives[1 + (*draw % (alternatives.len() as u64 - 1)) as usize]
     }

@@ -41,6 +41,9 @@ pub enum FaultKind {
     /// The effect does not happen and the call fails with the binding's documented transient
     /// error (the host raises it); the invocation lives on and may retry.
     Transient,
+    /// The effect happens, and the call still fails with that error: the answer was lost on
+    /// the way back, so a retry repeats what already happened.
+    LostResponse,
 }
 
 impl FaultKind {
@@ -49,6 +52,7 @@ impl FaultKind {
             FaultKind::CrashBefore => "crash_before",
             FaultKind::CrashAfter => "crash_after",
             FaultKind::Transient => "transient_error",
+            FaultKind::LostResponse => "lost_response",
         }
     }
 
@@ -57,6 +61,7 @@ impl FaultKind {
             FaultKind::CrashBefore => 'B',
             FaultKind::CrashAfter => 'A',
             FaultKind::Transient => 'T',
+            FaultKind::LostResponse => 'L',
         }
     }
 }
@@ -399,7 +404,8 @@ fn decode_fault(item: &str, events: &[String]) -> std::result::Result<Fault, Str
         Some('A') => FaultKind::CrashAfter,
         Some('B') => FaultKind::CrashBefore,
         Some('T') => FaultKind::Transient,
-        _ => return Err(format!("fault '{item}' must start with A, B or T")),
+        Some('L') => FaultKind::LostResponse,
+        _ => return Err(format!("fault '{item}' must start with A, B, T or L")),
     };
     let (invocation_text, effect_text) = chars
         .as_str()
@@ -573,7 +579,10 @@ mod tests {
             ("9f3c2a1b7d4e5f60:0:-:0", "event 0 does not exist"),
             ("9f3c2a1b7d4e5f60:2,1:-:0", "ascending"),
             ("9f3c2a1b7d4e5f60:x:-:0", "not a number"),
-            ("9f3c2a1b7d4e5f60:2:C2.1@0:0", "must start with A, B or T"),
+            (
+                "9f3c2a1b7d4e5f60:2:C2.1@0:0",
+                "must start with A, B, T or L",
+            ),
             ("9f3c2a1b7d4e5f60:2:T~batch%3a1#1@0:0", "badly encoded"),
             ("9f3c2a1b7d4e5f60:2:T~batch%2D1#1@0:0", "badly encoded"),
             ("9f3c2a1b7d4e5f60:2:T~batch:1@0:0", "no '@<effect>'"),
@@ -644,6 +653,7 @@ mod tests {
                 platform(FaultKind::Transient, "batch-1#1", 0),
                 platform(FaultKind::CrashAfter, "batch-1#1/0", 2),
                 platform(FaultKind::CrashBefore, "alarm:DO@x,y~z%ü 1#2", 1),
+                fault(FaultKind::LostResponse, "req-2#2", 1, 0),
             ],
             redeliveries_max: 2,
             choices: vec![],
@@ -652,7 +662,7 @@ mod tests {
         assert_eq!(
             text,
             "0000000000000042:2:T2.1/0@3,T~batch-1#1@0,A~batch-1#1/0@2,\
-             B~alarm%3ADO%40x%2Cy%7Ez%25%C3%BC%201#2@1:2"
+             B~alarm%3ADO%40x%2Cy%7Ez%25%C3%BC%201#2@1,L2.2@0:2"
         );
         assert_eq!(Schedule::decode(&text, &events()).unwrap(), schedule);
     }

@@ -21,24 +21,29 @@ pub enum Decision {
     /// The effect does not happen; the call fails with the binding's transient error and the
     /// invocation lives on.
     Transient = 3,
+    /// The effect happens, then the call fails with the binding's transient error all the same
+    /// (the connection dropped before the answer came back); the invocation lives on.
+    LostResponse = 4,
 }
 
 impl Decision {
     /// The alternatives at a decision point, in the order the explorer tries them. An effect
-    /// whose binding documents a transient error has all four; any other the first three.
-    pub const ALTERNATIVES: [Decision; 4] = [
+    /// whose binding documents a transient error has the first four, and all five when that
+    /// error can also come after the call took effect; any other effect the first three.
+    pub const ALTERNATIVES: [Decision; 5] = [
         Decision::Proceed,
         Decision::CrashBefore,
         Decision::CrashAfter,
         Decision::Transient,
+        Decision::LostResponse,
     ];
 
-    /// The alternatives at an effect, transient or not.
-    pub fn alternatives(transient: bool) -> &'static [Decision] {
-        if transient {
-            &Self::ALTERNATIVES
-        } else {
-            &Self::ALTERNATIVES[..3]
+    /// The alternatives at an effect: `transient` and `lost` as `Point` has them.
+    pub fn alternatives(transient: bool, lost: bool) -> &'static [Decision] {
+        match (transient, lost) {
+            (true, true) => &Self::ALTERNATIVES,
+            (true, false) => &Self::ALTERNATIVES[..4],
+            (false, _) => &Self::ALTERNATIVES[..3],
         }
     }
 
@@ -48,6 +53,7 @@ impl Decision {
             Decision::CrashBefore => Some(FaultKind::CrashBefore),
             Decision::CrashAfter => Some(FaultKind::CrashAfter),
             Decision::Transient => Some(FaultKind::Transient),
+            Decision::LostResponse => Some(FaultKind::LostResponse),
         }
     }
 
@@ -56,6 +62,7 @@ impl Decision {
             FaultKind::CrashBefore => Decision::CrashBefore,
             FaultKind::CrashAfter => Decision::CrashAfter,
             FaultKind::Transient => Decision::Transient,
+            FaultKind::LostResponse => Decision::LostResponse,
         }
     }
 }
@@ -80,6 +87,9 @@ pub struct Point<'a> {
     /// adds the transient_error alternative. Not part of the label: a replayed run is compared
     /// by labels only.
     pub transient: bool,
+    /// Whether that error can also come after the call took effect (a D1 write applied, a
+    /// request the other side acted on), which adds the lost_response alternative.
+    pub lost: bool,
     /// The position of this effect among the run's effects, from 1.
     pub ordinal: usize,
     /// How many faults have fired earlier in this run.

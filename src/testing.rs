@@ -20,6 +20,8 @@ pub struct FakeEffect {
     pub label: String,
     pub sql: Option<(String, String)>,
     pub transient: bool,
+    /// Its transient error can also come after it took effect (a D1 write): lost_response.
+    pub lost: bool,
     /// The invocation returns after this effect when its SQL returned rows (a check before
     /// an insert).
     pub stop_if_rows: bool,
@@ -34,6 +36,7 @@ impl FakeEffect {
             label: label.into(),
             sql: None,
             transient: false,
+            lost: false,
             stop_if_rows: false,
             footprint: Vec::new(),
         }
@@ -44,6 +47,7 @@ impl FakeEffect {
             label: label.into(),
             sql: Some((db.into(), sql.into())),
             transient: false,
+            lost: false,
             stop_if_rows: false,
             footprint: Vec::new(),
         }
@@ -59,6 +63,15 @@ impl FakeEffect {
     pub fn transient(self) -> Self {
         Self {
             transient: true,
+            ..self
+        }
+    }
+
+    /// Transient, and that error can also come after the effect took place.
+    pub fn lost(self) -> Self {
+        Self {
+            transient: true,
+            lost: true,
             ..self
         }
     }
@@ -158,12 +171,19 @@ impl FakeHost {
     ) -> Result<bool> {
         for (index, effect) in effects.iter().enumerate() {
             let index = index as u32;
-            let decision = check.decide(invocation, index, &effect.label, effect.transient)?;
+            let decision = check.decide_offering(
+                invocation,
+                index,
+                &effect.label,
+                effect.transient,
+                effect.lost,
+            )?;
             decisions.push((invocation.to_string(), index, decision));
             match decision {
                 Decision::CrashBefore => return Ok(true),
                 Decision::Transient => continue,
-                Decision::Proceed | Decision::CrashAfter => {}
+                // The effect happens; the invocation sees the error and goes on.
+                Decision::Proceed | Decision::CrashAfter | Decision::LostResponse => {}
             }
             if let Some((db, sql)) = &effect.sql {
                 // A failing statement throws in the Worker, which answers an error: the
@@ -367,11 +387,20 @@ impl ConcurrentHost {
             let name = check.event_name(invocation.event)?.to_string();
             let effect = &self.effects[invocation.event as usize][invocation.next];
             let index = invocation.next as u32;
-            let decision = check.decide(&invocation.id, index, &effect.label, effect.transient)?;
+            let decision = check.decide_offering(
+                &invocation.id,
+                index,
+                &effect.label,
+                effect.transient,
+                effect.lost,
+            )?;
             decisions.push((invocation.id.clone(), index, decision));
             let mut died = decision == Decision::CrashBefore;
             let mut finished = false;
-            if matches!(decision, Decision::Proceed | Decision::CrashAfter) {
+            if matches!(
+                decision,
+                Decision::Proceed | Decision::CrashAfter | Decision::LostResponse
+            ) {
                 if let Some((db, sql)) = &effect.sql {
                     let result = check.d1_run(db, &expand(sql, &name, invocation.event + 1), &[]);
                     finished = effect.stop_if_rows && result.is_ok_and(|r| !r.rows.is_empty());

@@ -87,17 +87,25 @@ impl Engine {
         }
     }
 
-    /// `transient` may be left out: an effect without a documented transient error.
+    /// `transient` may be left out: an effect without a documented transient error; `lost` too:
+    /// one whose transient error never comes after the call took effect.
     pub fn decide(
         &mut self,
         invocation: &str,
         effect: u32,
         label: &str,
         transient: Option<bool>,
+        lost: Option<bool>,
     ) -> Result<u8, JsError> {
         let decision = self
             .check
-            .decide(invocation, effect, label, transient.unwrap_or(false))
+            .decide_offering(
+                invocation,
+                effect,
+                label,
+                transient.unwrap_or(false),
+                lost.unwrap_or(false),
+            )
             .map_err(js)?;
         Ok(decision as u8)
     }

@@ -137,7 +137,7 @@ export interface RunPlan {
  * for an effect decided with `transient: true`: the effect does not happen, the call fails with
  * the binding's documented transient error (the host raises it), and the invocation lives on.
  */
-export const Decision = { Proceed: 0, CrashBefore: 1, CrashAfter: 2, Transient: 3 } as const;
+export const Decision = { Proceed: 0, CrashBefore: 1, CrashAfter: 2, Transient: 3, LostResponse: 4 } as const;
 export type Decision = (typeof Decision)[keyof typeof Decision];
 
 /** One SQLite statement's outcome, before the D1 binding shapes it as Cloudflare does. */
@@ -159,7 +159,7 @@ export interface D1StatementSpec {
 }
 
 export interface FaultReport {
-  readonly kind: "crash_before" | "crash_after" | "transient_error";
+  readonly kind: "crash_before" | "crash_after" | "transient_error" | "lost_response";
   /** `req-2#1`, `req-2#1/0`, or an id of the platform's own work: `batch-1#1`, `alarm-2#1/0`. */
   readonly invocation: string;
   readonly effect: number;
@@ -237,9 +237,16 @@ export interface Engine {
   /**
    * `invocation` is `<event>#<delivery>(/<effect>)*` for the driver's events, or any other id
    * for the platform's own work (`batch-1#1`); faults on the latter match by the full id.
-   * `transient`: the effect's binding documents a transient error, which adds `Transient`.
+   * `transient`: the effect's binding documents a transient error, which adds `Transient`;
+   * `lost`: that error can also come after the call took effect, which adds `LostResponse`.
    */
-  decide(invocation: string, effect: number, label: string, transient?: boolean | null): Decision;
+  decide(
+    invocation: string,
+    effect: number,
+    label: string,
+    transient?: boolean | null,
+    lost?: boolean | null,
+  ): Decision;
   /** Whether the client's resend `delivery` (from 2) of driver event `event` happens. */
   redeliver(event: number, delivery: number): boolean;
   /**

@@ -2,7 +2,8 @@
  * What a fault is called in reports. A transient fault is the binding misbehaving as Cloudflare
  * documents, so it is named for what that binding does: a stale KV read, KV's 429 on a key
  * written within the second, a Durable Object reset, or a lost connection (D1, fetch). The JSON
- * keeps the engine's kind, `transient_error`, with the label.
+ * keeps the engine's kind, `transient_error`, with the label. A `lost_response` (the call took
+ * effect and its answer was lost) keeps its name everywhere.
  */
 
 export function faultName(kind: string, label: string): string {

@@ -55,8 +55,8 @@ export function watchRuns(
     let runs = 0;
     let faults = 0;
     let phase: string | undefined;
-    engine.decide = (invocation, effect, label, transient) => {
-      const decision = decide(invocation, effect, label, transient);
+    engine.decide = (invocation, effect, label, transient, lost) => {
+      const decision = decide(invocation, effect, label, transient, lost);
       if (decision !== Decision.Proceed) faults++;
       return decision;
     };

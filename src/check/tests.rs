@@ -434,6 +434,57 @@ fn transient_effects_have_four_alternatives() {
         <= 2));
 }
 
+#[test]
+fn lost_responses_are_a_fifth_alternative_where_the_host_offers_them() {
+    let effects = [
+        FakeEffect::pure("D1:DB run").lost(),
+        FakeEffect::pure("Service:PAYMENTS charge"),
+    ];
+    let host = FakeHost::uniform(1, &effects, 0);
+    // One fault: at the run, proceed (then 3 ways at the charge), crash before, crash after,
+    // transient or lost response (the invocation lives on; the charge no longer branches).
+    let (runs, verdict) = host.check(&mut check(config(1, 1, 0))).unwrap();
+    assert_eq!(runs.len(), 7);
+    assert_eq!(verdict, bounded(7));
+    let lost = runs
+        .iter()
+        .filter(|r| r.decisions.iter().any(|d| d.2 == Decision::LostResponse))
+        .count();
+    assert_eq!(lost, 1);
+}
+
+/// The state after the one run `seed` names, of a Worker whose only effect inserts a row.
+fn rows_after(seed: &str) -> (Value, Vec<String>) {
+    let mut config = config(1, 1, 0);
+    config.replay = Some(seed.to_string());
+    let mut check = Check::new(config).unwrap();
+    check.d1_open("DB").unwrap();
+    check.d1_setup("DB", "CREATE TABLE t (x);").unwrap();
+    check.seal().unwrap();
+    let host = FakeHost::uniform(
+        1,
+        &[FakeEffect::sql("D1:DB run", "DB", "INSERT INTO t VALUES (1)").lost()],
+        0,
+    );
+    let plan = check.next_run(0).unwrap().expect("the replayed run");
+    host.play_run(&mut check, plan).unwrap();
+    let rows = check
+        .d1_run("DB", "SELECT count(*) FROM t", &[])
+        .unwrap()
+        .rows;
+    (rows[0][0].clone(), check.trace_lines().to_vec())
+}
+
+#[test]
+fn a_lost_response_lets_the_effect_happen_and_a_transient_error_does_not() {
+    let base = format!("{:016x}", fnv1a("checkout"));
+    let (lost, trace) = rows_after(&format!("{base}:1:L1.1@0:0"));
+    assert_eq!(lost, Value::Integer(1));
+    assert!(trace.contains(&"req-1#1 effect #0 D1:DB run: lost_response".to_string()));
+    let (transient, _) = rows_after(&format!("{base}:1:T1.1@0:0"));
+    assert_eq!(transient, Value::Integer(0));
+}
+
 /// A Worker that records an order, then sends it on a queue and ignores the send's transient
 /// error: the order is never sent. A crash is harmless, the client's resend sends it.
 fn lost_sends(config: CheckConfig) -> (Check, FakeHost) {

@@ -134,7 +134,7 @@ function renderRow(row: Row, r: number, context: Context): string {
   if (step.kind === "effect" && step.decision !== "proceed") {
     classes.push("fault", `fault-${step.decision}`);
     // A crash strikes the calling invocation; a transient fault is the binding misbehaving.
-    const at = step.decision === "transient_error" ? "to" : "from";
+    const at = step.decision === "transient_error" || step.decision === "lost_response" ? "to" : "from";
     marker = `<span class="x x-${at}" title="${esc(faultName(step.decision, step.label))}">✕</span>`;
   }
   if (step.kind === "returned" && lostResult(step.invocation, context)) classes.push("lost");

@@ -22,6 +22,8 @@ export function faultMeaning(decision: Decision, invocation: string, label: stri
       return "KV refuses the write with a 429: the key was written less than a second earlier.";
     case "reset":
       return "The Durable Object is reset: its in-memory state is lost (its storage survives) and the call fails.";
+    case "lost_response":
+      return `The call happens and what it did is kept, but its answer is lost on the way back: ${invocation} sees it fail as if it had not happened, and lives on.`;
     default:
       return `The call fails with "Network connection lost." and does not happen; ${invocation} sees the error.`;
   }

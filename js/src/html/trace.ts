@@ -17,7 +17,7 @@ export interface Statement {
   readonly result: string;
 }
 
-export type Decision = "proceed" | "crash_before" | "crash_after" | "transient_error";
+export type Decision = "proceed" | "crash_before" | "crash_after" | "transient_error" | "lost_response";
 
 interface StepBase {
   /** The trace line the step was read from (the first, when several lines make one step). */
@@ -70,7 +70,13 @@ export interface ParsedTrace {
 /** The engine keeps at most 10,000 trace lines per run; this bounds the parse whatever it gets. */
 const LINES_MAX = 20_000;
 
-const DECISIONS: ReadonlySet<string> = new Set(["proceed", "crash_before", "crash_after", "transient_error"]);
+const DECISIONS: ReadonlySet<string> = new Set([
+  "proceed",
+  "crash_before",
+  "crash_after",
+  "transient_error",
+  "lost_response",
+]);
 
 export function parseTrace(lines: readonly string[]): ParsedTrace {
   const steps: Step[] = [];

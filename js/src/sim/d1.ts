@@ -42,9 +42,12 @@ const NO_STATEMENTS = "No SQL statements detected.";
  * D1's documented transient failure, offered as every call's transient fault: Cloudflare's
  * "Debug D1" error list has "Network connection lost." among the D1_ERRORs ("A network error.
  * Retry the operation."), and "Retry queries" (developers.cloudflare.com/d1/best-practices/
- * retry-queries/) tells Workers to retry on it. The request never reached the database here, so
- * nothing is applied. D1 itself retries read-only queries up to two more times before a Worker
- * sees the error, which makes it rarer for reads but still possible, so reads offer it too.
+ * retry-queries/) tells Workers to retry on it. As the transient fault the request never reached
+ * the database, so nothing is applied. D1 itself retries read-only queries up to two more times
+ * before a Worker sees the error, which makes it rarer for reads but still possible, so reads
+ * offer it too. A call that writes also offers it as a lost response: the write committed and
+ * the error came back all the same, which is why Cloudflare asks that only writes that are
+ * idempotent be retried (changelog, 2025-09-11: D1 retries read-only queries only).
  */
 const TRANSIENT = {
   transient: (): never => {
@@ -89,7 +92,11 @@ class Connection {
         this.answered++;
         return result;
       },
-      { ...TRANSIENT, footprint: () => this.footprint([spec.sql]) },
+      {
+        ...TRANSIENT,
+        footprint: () => this.footprint([spec.sql]),
+        lostResponseOffered: () => this.writes([spec.sql]),
+      },
     );
   }
 
@@ -104,7 +111,11 @@ class Connection {
         this.answered++;
         return results;
       },
-      { ...TRANSIENT, footprint: () => this.footprint(specs.map((spec) => spec.sql)) },
+      {
+        ...TRANSIENT,
+        footprint: () => this.footprint(specs.map((spec) => spec.sql)),
+        lostResponseOffered: () => this.writes(specs.map((spec) => spec.sql)),
+      },
     );
   }
 
@@ -137,8 +148,18 @@ class Connection {
         this.answered++;
         return { count: statements.length, duration: 0 };
       },
-      { ...TRANSIENT, footprint: () => this.footprint(lines.filter((line) => !isBlank(line))) },
+      {
+        ...TRANSIENT,
+        footprint: () => this.footprint(lines.filter((line) => !isBlank(line))),
+        lostResponseOffered: () => this.writes(lines.filter((line) => !isBlank(line))),
+      },
     );
+  }
+
+  /** Whether the statements may write: one writes a table, or what one touches is unknown. */
+  private writes(statements: readonly string[]): boolean {
+    const footprint = this.footprint(statements);
+    return footprint.length === 0 || footprint.some((entry) => entry.write);
   }
 
   /**

@@ -36,6 +36,13 @@ export interface EffectOptions {
    */
   readonly transientOffered?: () => boolean;
   /**
+   * Whether the same error can also come after the call took effect, the answer lost on its way
+   * back (a D1 write that committed, a request the other side acted on): the engine may then
+   * choose a `lost_response` fault, where `perform` runs and the call settles as `transient`
+   * would have. Asked right before the engine decides; never offered if absent.
+   */
+  readonly lostResponseOffered?: () => boolean;
+  /**
    * The shared state the call reads and writes (`D1:<db>:<table>`, `KV:<store>`, `DO:<object>`…),
    * for partial-order reduction when invocations interleave: calls of different invocations
    * whose footprints do not conflict are not permuted. Absent means unknown, which conflicts

@@ -20,6 +20,7 @@ export interface ParkedEffect {
   readonly perform: (effect: number) => unknown;
   readonly transient: ((effect: number) => unknown) | undefined;
   readonly transientOffered: (() => boolean) | undefined;
+  readonly lostResponseOffered: (() => boolean) | undefined;
   readonly footprint:
     | ((effect: number, invocation: string) => readonly FootprintEntry[] | undefined)
     | undefined;
@@ -97,6 +98,7 @@ export class Invocation implements EffectScope {
         perform,
         transient: options.transient,
         transientOffered: options.transientOffered,
+        lostResponseOffered: options.lostResponseOffered,
         footprint: options.footprint,
         resolve: resolve as (value: unknown) => void,
         reject,

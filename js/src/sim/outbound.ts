@@ -33,6 +33,9 @@ const OUTBOUND: readonly FootprintEntry[] = [{ resource: "outbound", write: true
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
+/** Methods that change nothing on the other side (RFC 9110, "Safe Methods"). */
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS", "TRACE"]);
+
 /** Headers a redirect to GET drops along with the body (Fetch standard, "request-body-header name"). */
 const REQUEST_BODY_HEADERS = ["content-encoding", "content-language", "content-location", "content-type"];
 
@@ -70,7 +73,13 @@ export function outboundFetch(run: RunContext, input: unknown, init: unknown): P
     `fetch ${request.method} ${url.origin}${url.pathname}`,
     () => answer(run, invocation.id, request, match),
     // The scenario's outbound handlers are its functions, which may keep state between calls.
-    { transient: () => Promise.reject(connectionLost()), footprint: () => OUTBOUND },
+    {
+      transient: () => Promise.reject(connectionLost()),
+      footprint: () => OUTBOUND,
+      // A request that may change something on the other side may also have done so before the
+      // connection dropped: the provider acted, and the Worker sees the same lost connection.
+      lostResponseOffered: () => !SAFE_METHODS.has(request.method),
+    },
   );
 }
 

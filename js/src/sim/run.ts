@@ -684,11 +684,13 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     const { invocation } = effect;
     let decision: Decision;
     try {
+      const transient = effect.transient !== undefined && (effect.transientOffered?.() ?? true);
       decision = this.engine.decide(
         invocation.id,
         effect.index,
         effect.label,
-        effect.transient !== undefined && (effect.transientOffered?.() ?? true),
+        transient,
+        transient && (effect.lostResponseOffered?.() ?? false),
       );
     } catch (error) {
       throw new SimulationError(error instanceof Error ? error.message : String(error));
@@ -699,9 +701,15 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       return;
     }
     this.resume(invocation);
-    // A transient fault runs the binding's documented misbehaviour instead of the effect.
+    // A transient fault runs the binding's documented misbehaviour instead of the effect; a lost
+    // response runs the effect, then answers with that misbehaviour all the same.
+    const transient = effect.transient as (index: number) => unknown;
     const perform =
-      decision === Decision.Transient ? (effect.transient as (index: number) => unknown) : effect.perform;
+      decision === Decision.Transient
+        ? transient
+        : decision === Decision.LostResponse
+          ? (index: number) => Promise.resolve(effect.perform(index)).then(() => transient(index))
+          : effect.perform;
     let outcome: Promise<unknown>;
     try {
       outcome = Promise.resolve(perform(effect.index));
