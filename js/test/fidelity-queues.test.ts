@@ -242,6 +242,8 @@ function simRun(date: string): SimQueueRun {
     world: { workers: [worker], queues: new Map([["q", queue]]), file: "/fidelity.sim.ts" },
     current: undefined,
     nowMs: () => NOW,
+    // The queue's retry delay is 0: no batch waits, and the clock stays where it is.
+    advanceClockTo: () => {},
     exportsOf: () => exports,
     later: (work: PlatformWork) => later.push(work),
     memo: <T>(key: string, create: () => T): T => {

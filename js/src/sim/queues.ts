@@ -32,9 +32,11 @@
  * - A retried batch is redelivered as the next delivery of the same batch (`batch-1#2`) with the
  *   messages it still owes, so that the engine can bound and shrink platform retries like a
  *   client's resends; a message is retried `max_retries` times at most, then dead-lettered.
- * - Delays order new batches by a virtual "visible at" time; no real time passes, so a delayed
- *   message is delivered after those visible before it, and a redelivery does not wait out its
- *   retry delay. `max_batch_timeout` is not modelled: a batch goes out after the current event.
+ * - Delays give each message a "visible at" time on the run's clock; a batch goes out when its
+ *   messages are visible, and the clock moves forward to that time as the batch starts (as it
+ *   does for an alarm), so a message delayed or retried with a delay is consumed that much later
+ *   by the clock the consumer reads. `max_batch_timeout` is not modelled: a batch goes out after
+ *   the current event.
  *
  * Where Miniflare differs from production this follows production: Miniflare retries every
  * message of a batch whose handler threw, explicit acks included, and drops messages sent to a
@@ -114,6 +116,8 @@ interface StoredMessage {
   readonly contentType: QueueContentType;
   readonly attempts: number;
   readonly sentAt: number;
+  /** When it may be delivered, on the run's clock: its send, plus its delay or its retry's. */
+  readonly visibleAt: number;
 }
 
 type QueueEngine = Pick<Engine, "d1Run" | "d1Batch" | "fillRandom">;
@@ -393,8 +397,8 @@ function scheduleBatch(run: RunContext, queue: SimQueue): void {
 
 /**
  * Delivers the next batch of `queue` as `<name>#1`: the messages no batch holds, in order of
- * visibility then sending, that are visible when the first of them is (no real time passes: a
- * delayed message is simply delivered after the ones before it), up to `max_batch_size`.
+ * visibility then sending, that are visible when the first of them is (now, or later: the batch
+ * then starts at that time), up to `max_batch_size`.
  */
 async function deliverNewBatch(run: RunContext, queue: SimQueue, name: string): Promise<void> {
   const consumer = queue.consumer;
@@ -438,9 +442,13 @@ async function deliverLeased(
         contentType: row[3] as QueueContentType,
         attempts: row[4] as number,
         sentAt: row[5] as number,
+        visibleAt: row[6] as number,
       }),
     );
   if (messages.length === 0) return;
+  // The batch goes out once every message in it is visible: its delay, or its retry's, has
+  // passed on the clock the consumer reads.
+  run.advanceClockTo(Math.max(...messages.map((m) => m.visibleAt)));
   const metrics = backlog(engine, queue.store);
   const id = `${name}#${delivery}`;
   const result = new BatchResult();

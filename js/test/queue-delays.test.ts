@@ -1,0 +1,13 @@
+/**
+ * Queue delays on the run's clock (js/test/fixtures/queue-delays): a message sent with a delay,
+ * retried with its own delay, then retried by the queue's `retry_delay`, is consumed that much
+ * later by the clock the consumer reads, as on Cloudflare.
+ */
+
+import { expect, it } from "vitest";
+import { check } from "../src/index.ts";
+
+it("delivers a queued message after its delay and each retry after its own", async () => {
+  const result = await check(new URL("./fixtures/queue-delays/delays.sim.ts", import.meta.url).pathname);
+  expect(result.verdict).toBe("BOUNDED");
+});
