@@ -137,6 +137,9 @@ export interface RunPlan {
  * for an effect decided with `transient: true`: the effect does not happen, the call fails with
  * the binding's documented transient error (the host raises it), and the invocation lives on.
  */
+/** Where the engine's virtual clock starts (src/run.rs `CLOCK_START_MS`): 2026-01-01T00:00:00Z. */
+export const CLOCK_START_MS = Date.UTC(2026, 0, 1);
+
 export const Decision = { Proceed: 0, CrashBefore: 1, CrashAfter: 2, Transient: 3, LostResponse: 4 } as const;
 export type Decision = (typeof Decision)[keyof typeof Decision];
 

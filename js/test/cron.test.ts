@@ -4,6 +4,7 @@
  */
 
 import { describe, expect, it } from "vitest";
+import { InputError } from "../src/errors.ts";
 import { type CheckResult, check } from "../src/index.ts";
 
 const fixture = (file: string) => new URL(`./fixtures/cron/${file}`, import.meta.url).pathname;
@@ -33,5 +34,24 @@ describe("cron with ctx.waitUntil", () => {
     // One run without faults, and four faults (crash before, crash after, lost connection, and
     // a lost response: both effects write) at each of the two effects of each of the two ticks.
     if (result.verdict === "BOUNDED") expect(result.runs).toBe(17);
+  });
+});
+
+describe("cron schedules", () => {
+  it("schedules each tick at its expression's next time, and moves the clock there", async () => {
+    expect((await check(fixture("schedule.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+
+  it.each([
+    ["undeclared.sim.ts", 'drive: cron("0 3 * * *") is not among the crons'],
+    ["malformed.sim.ts", 'drive.cron: "every day at 3" has 4 fields; a cron expression has five'],
+  ])("refuses %s as bad input naming the scenario", async (file, message) => {
+    const error = await check(fixture(file)).then(
+      (result) => new Error(`expected an error, got ${result.verdict}`),
+      (e: unknown) => e as Error,
+    );
+    expect(error).toBeInstanceOf(InputError);
+    expect(error.message).toContain(message);
+    expect((error as InputError).file).toContain(file);
   });
 });

@@ -1,21 +1,30 @@
 /**
  * The `cron` driver: ticks of a cron trigger, each delivered to the Worker's `scheduled`
- * handler as event `cron-<i>` (one delivery: Cloudflare does not retry a failed cron run).
+ * handler as event `cron-<i>` (one delivery: Cloudflare does not retry a failed cron run). The
+ * ticks are the expression's first times from where the clock starts (cron-schedule.ts): tick
+ * `i` is scheduled for the `i`-th, and the clock moves to it as the tick is delivered.
  */
 
 import type { CronDriver } from "../cloudflare.ts";
+import { CLOCK_START_MS } from "../engine.ts";
 import { callHandler } from "../sim/handlers.ts";
+import { parseCron } from "./cron-schedule.ts";
 import { DELIVERY_ORDER, type SimEvent } from "./event.ts";
 
 export function cronEvents(driver: CronDriver, first: number): SimEvent[] {
-  return Array.from({ length: driver.times }, (_, i) => {
+  const schedule = parseCron(driver.cron);
+  const times: number[] = [];
+  for (let at = CLOCK_START_MS; times.length < driver.times; at = (times.at(-1) as number) + 1) {
+    times.push(schedule.atOrAfter(at));
+  }
+  return times.map((scheduledTime, i) => {
     const id = `cron-${first + i}`;
     return {
       id,
       footprint: DELIVERY_ORDER,
       async deliver(run) {
         const main = run.world.main;
-        const scheduledTime = run.nowMs();
+        run.advanceClockTo(scheduledTime);
         const controller = { cron: driver.cron, scheduledTime, type: "scheduled", noRetry: () => {} };
         const outcome = await run.deliver(`${id}#1`, {
           worker: main,

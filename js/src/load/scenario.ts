@@ -24,6 +24,8 @@ import type {
   SetupStep,
   WorkerSpec,
 } from "../cloudflare.ts";
+import { CronError, parseCron } from "../drivers/cron-schedule.ts";
+import { CLOCK_START_MS } from "../engine.ts";
 import { InputError } from "../errors.ts";
 import { buildInputError } from "./bundle.ts";
 import { findWranglerConfig } from "./wrangler.ts";
@@ -339,7 +341,14 @@ function readDriver(drive: Fields): Driver {
   }
   if (kind === "cron") {
     drive.only("kind", "cron", "times");
-    return { kind: "cron", cron: drive.string("cron"), times: drive.integer("times", 1) };
+    const cron = drive.string("cron");
+    try {
+      parseCron(cron).atOrAfter(CLOCK_START_MS);
+    } catch (error) {
+      if (!(error instanceof CronError)) throw error;
+      invalid(`${drive.path("cron")}: ${error.message}`);
+    }
+    return { kind: "cron", cron, times: drive.integer("times", 1) };
   }
   drive.only("kind", "requests", "retries");
   const requests = drive.objects("requests").map(readRequest);

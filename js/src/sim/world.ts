@@ -5,7 +5,7 @@
  * bad input, reported with the file it is in.
  */
 
-import type { OutboundHandlers, Scenario, ServiceHandlers } from "../cloudflare.ts";
+import type { Driver, OutboundHandlers, Scenario, ServiceHandlers } from "../cloudflare.ts";
 import { InputError, shown } from "../errors.ts";
 import { bundleWorker, type WorkerModule } from "../load/bundle.ts";
 import type { LoadedScenario } from "../load/scenario.ts";
@@ -225,8 +225,24 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
     if (inv.kind === "unique") knownDb(inv.rows.db, `invariant ${inv.name}`);
     if (inv.kind === "query" || inv.kind === "conserved") knownDb(inv.db, `invariant ${inv.name}`);
   }
+  declaredCrons(scenario, file, main);
 
   return { scenario, file, main, workers, databases, kvStores, queues, outbound };
+}
+
+/** A cron driver ticks only a cron the Worker declares: Cloudflare runs no other. */
+function declaredCrons(scenario: Scenario, file: string, main: SimWorker): void {
+  const config = main.config;
+  if (!config) return;
+  const drivers = Array.isArray(scenario.drive) ? scenario.drive : [scenario.drive as Driver];
+  for (const driver of drivers) {
+    if (driver.kind !== "cron" || config.crons.includes(driver.cron)) continue;
+    const declared = config.crons.length ? config.crons.map((c) => `"${c}"`).join(", ") : "none";
+    throw new InputError(
+      file,
+      `drive: cron("${driver.cron}") is not among the crons ${shown(config.file)} declares (triggers.crons: ${declared}); Cloudflare runs only those`,
+    );
+  }
 }
 
 /** Binds each Durable Object namespace of `worker` to the Worker that defines its class. */
