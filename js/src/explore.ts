@@ -24,6 +24,7 @@ import { QUEUE_SCHEMA } from "./sim/queues.ts";
 import { Run } from "./sim/run.ts";
 import { workersModule } from "./sim/workers-module.ts";
 import type { World } from "./sim/world.ts";
+import { FINAL_STATE } from "./trace.ts";
 
 export type ResolvedBounds = Required<Bounds>;
 
@@ -142,6 +143,7 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
       if (!plan) break;
       const run = new Run(engine, world, events, bounds.maxConcurrentInvocations);
       await run.execute(plan);
+      if (plan.trace) engine.trace(FINAL_STATE);
       const violation = hostViolation(
         scenario.invariants,
         finalState(engine, world, run.responses),

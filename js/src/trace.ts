@@ -141,6 +141,12 @@ function shortStore(db: string): string {
 const SCHEDULED = "schedule: ";
 
 /**
+ * The line the check traces when a run's last step is over and the invariants start reading
+ * the final state: what follows it is theirs, not the last step's.
+ */
+export const FINAL_STATE = "the run is over: the invariants read the final state";
+
+/**
  * The trace as an indented listing, one step per line (a D1 statement takes two or three).
  *
  * A D1 statement (or a binding call the host traces, such as a KV read) right after an effect
@@ -153,15 +159,21 @@ export function renderTrace(trace: readonly string[]): string {
   // In a run whose invocations interleaved, each step names its invocation; the engine's lines
   // about which pending step it chose are then redundant.
   const interleaved = trace.some((l) => l.startsWith(SCHEDULED));
-  const steps = trace.filter((l) => !l.startsWith(SCHEDULED)).map(parseStep);
+  const lines = trace.filter((l) => !l.startsWith(SCHEDULED));
+  const marked = lines.indexOf(FINAL_STATE);
+  const steps = lines.filter((l) => l !== FINAL_STATE).map(parseStep);
   const who = (invocation: string): string => (interleaved ? `${invocation} ` : "");
-  // Where the run's last step is: the D1 statements after it read the final state.
-  let last = steps.length - 1;
-  // (A binding call there is an invariant's read of KV; a Durable Object's storage calls are its
-  // own code's, so they end the final reads.)
+  // Where the run's last step is: the check marks it; in a trace without the mark, the D1
+  // statements after the last step read the final state. (A binding call there is an
+  // invariant's read of KV; a Durable Object's storage calls are its own code's, so they end the
+  // final reads.)
+  let last = marked - 1;
   const finalRead = (step: Step | undefined) =>
     step?.kind === "d1" || (step?.kind === "call" && !step.text.startsWith("DO:"));
-  while (last >= 0 && finalRead(steps[last])) last--;
+  if (marked < 0) {
+    last = steps.length - 1;
+    while (last >= 0 && finalRead(steps[last])) last--;
+  }
   const out: string[] = [];
   const seen = new Set<string>();
   /** The indentation of the last line that was not a D1 statement; statements go under it. */
@@ -189,7 +201,7 @@ export function renderTrace(trace: readonly string[]): string {
     depthNow = depth;
   };
   steps.forEach((step, index) => {
-    if (index === last + 1 && previous?.kind !== "effect") {
+    if (index === last + 1 && (marked >= 0 || previous?.kind !== "effect")) {
       out.push("", "after the last step (the invariants read the final state):");
       depthNow = 0;
       inEffect = false;

@@ -5,6 +5,8 @@
  * of trace line is shown as text rather than lost.
  */
 
+import { FINAL_STATE } from "../trace.ts";
+
 /** One `  D1 <db>: <sql> [params] -> <result>` line, or a binding call (`  KV:CACHE get "k"`). */
 export interface Statement {
   /** The database as the engine names it: `DB`, `payments/DB`, or a store's own (`kv:COUPONS`). */
@@ -83,17 +85,25 @@ export function parseTrace(lines: readonly string[]): ParsedTrace {
   // Statements traced before any step (module initialisation) are kept as the first note's.
   let current: Step | undefined;
   let trailing: Statement[] = [];
+  let final = false;
   for (const line of lines.slice(0, LINES_MAX)) {
+    if (line === FINAL_STATE) {
+      // Everything after the mark is the invariants' reading of the final state.
+      final = true;
+      trailing = [];
+      continue;
+    }
     const statement = parseStatement(line);
     if (statement) {
       if (!current) {
         current = { kind: "note", text: "before the first delivery", line: "", statements: [] };
         steps.push(current);
       }
-      current.statements.push(statement);
+      if (!final) current.statements.push(statement);
       trailing.push(statement);
       continue;
     }
+    if (final) continue;
     current = parseStep(line);
     steps.push(current);
     trailing = [];
@@ -102,9 +112,10 @@ export function parseTrace(lines: readonly string[]): ParsedTrace {
   // (a queue settling the batch that just ended); the rest are the invariants' reads.
   const last = steps.at(-1);
   let own = 0;
-  while (own < trailing.length && last && belongsTo(last, trailing[own] as Statement)) own++;
+  while (!final && own < trailing.length && last && belongsTo(last, trailing[own] as Statement)) own++;
   const finalReads = trailing.slice(own);
-  if (last && finalReads.length > 0) last.statements.splice(last.statements.length - finalReads.length);
+  if (!final && last && finalReads.length > 0)
+    last.statements.splice(last.statements.length - finalReads.length);
   return { steps, finalReads };
 }
 

@@ -348,6 +348,7 @@ describe("delivery through check()", () => {
       "batch-1#2 effect #0 D1:DB run: proceed",
       "batch-1#2 effect #1 Queue:jobs ack: proceed",
       "batch-1#2 succeeded on queue jobs: acked 1, retried 0",
+      "the run is over: the invariants read the final state",
     ]);
     const replayed = await check(fixture("lost-ack.sim.ts"), { replay: result.runSeed });
     if (replayed.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${replayed.verdict}`);
