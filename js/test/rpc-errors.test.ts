@@ -22,9 +22,19 @@ describe("errors over a service binding and a Durable Object stub", () => {
   it("are retryable infrastructure errors under every fault, and a fresh stub gets through", async () => {
     const result = await check(fixture("count.sim.ts"));
     if (result.verdict !== "BOUNDED") throw new Error(`expected BOUNDED, got ${result.verdict}`);
-    // No fault, the caller crashing before or after its call, the object resetting at it, and
-    // the object's own invocation crashing before or after its KV call.
-    expect(result.runs).toBe(6);
+    // No fault, the caller crashing before or after its call, the object resetting at it, its
+    // answer lost after it counted, and the object's own invocation crashing before or after its
+    // KV call.
+    expect(result.runs).toBe(7);
+  });
+
+  it("may come after the object did the work: a retry of a call that is not idempotent counts twice", async () => {
+    const result = await check(fixture("count.once.sim.ts"));
+    if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
+    expect(result.message).toBe("one request, counted 2 times");
+    expect(result.faults).toEqual([
+      { kind: "lost_response", invocation: "req-1#1", effect: 0, label: "DO:COUNTER tally" },
+    ]);
   });
 
   it("leave the stub broken: retrying on it fails at once, without reaching the object", async () => {

@@ -44,7 +44,7 @@ import {
 import { type Instance, objectResource, reset, serveCall, slotOf } from "./durable-object-instance.ts";
 import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
 import { Invocation } from "./invocation.ts";
-import { breaksStub, brokenStubError, notImplemented } from "./rpc-errors.ts";
+import { breaksStub, brokenStubError, lostConnection, notImplemented } from "./rpc-errors.ts";
 import { DurableObject } from "./workers-module.ts";
 import type { BindingSpec, DurableObjectNamespace } from "./world.ts";
 
@@ -157,6 +157,12 @@ function createStub(
         transient: () => {
           reset(run, slotOf(run, namespace, id), `a transient fault at the call ${method}`);
           throw Object.assign(new Error(RESET_MESSAGE), { retryable: true, durableObjectReset: true });
+        },
+        // The object ran the call, and the connection dropped before its answer came back: the
+        // documented reason to retry only idempotent calls on a retryable error.
+        lostResponseOffered: () => true,
+        lostResponse: () => {
+          throw lostConnection();
         },
         // The call constructs the object or runs its code, which may also set its alarm.
         footprint: () => [

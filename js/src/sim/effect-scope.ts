@@ -36,12 +36,14 @@ export interface EffectOptions {
    */
   readonly transientOffered?: () => boolean;
   /**
-   * Whether the same error can also come after the call took effect, the answer lost on its way
-   * back (a D1 write that committed, a request the other side acted on): the engine may then
-   * choose a `lost_response` fault, where `perform` runs and the call settles as `transient`
-   * would have. Asked right before the engine decides; never offered if absent.
+   * Whether the call can also fail after it took effect, the answer lost on its way back (a D1
+   * write that committed, a request the other side acted on): the engine may then choose a
+   * `lost_response` fault, where `perform` runs and the call settles with what `lostResponse`
+   * returns or throws (`transient`'s, if absent). Asked right before the engine decides;
+   * never offered if absent, nor without `transient`.
    */
   readonly lostResponseOffered?: () => boolean;
+  readonly lostResponse?: (effect: number) => unknown;
   /**
    * The shared state the call reads and writes (`D1:<db>:<table>`, `KV:<store>`, `DO:<object>`…),
    * for partial-order reduction when invocations interleave: calls of different invocations

@@ -21,6 +21,7 @@ export interface ParkedEffect {
   readonly transient: ((effect: number) => unknown) | undefined;
   readonly transientOffered: (() => boolean) | undefined;
   readonly lostResponseOffered: (() => boolean) | undefined;
+  readonly lostResponse: ((effect: number) => unknown) | undefined;
   readonly footprint:
     | ((effect: number, invocation: string) => readonly FootprintEntry[] | undefined)
     | undefined;
@@ -99,6 +100,7 @@ export class Invocation implements EffectScope {
         transient: options.transient,
         transientOffered: options.transientOffered,
         lostResponseOffered: options.lostResponseOffered,
+        lostResponse: options.lostResponse,
         footprint: options.footprint,
         resolve: resolve as (value: unknown) => void,
         reject,

@@ -704,11 +704,12 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     // A transient fault runs the binding's documented misbehaviour instead of the effect; a lost
     // response runs the effect, then answers with that misbehaviour all the same.
     const transient = effect.transient as (index: number) => unknown;
+    const lost = effect.lostResponse ?? transient;
     const perform =
       decision === Decision.Transient
         ? transient
         : decision === Decision.LostResponse
-          ? (index: number) => Promise.resolve(effect.perform(index)).then(() => transient(index))
+          ? (index: number) => Promise.resolve(effect.perform(index)).then(() => lost(index))
           : effect.perform;
     let outcome: Promise<unknown>;
     try {
