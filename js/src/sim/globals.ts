@@ -261,12 +261,14 @@ function installCompression(): void {
   const platform = globalThis as {
     navigator?: { userAgent?: string };
     process?: { getBuiltinModule?(id: string): unknown };
+    CompressionStream: new (format: never) => TransformStream;
+    DecompressionStream: new (format: never) => TransformStream;
   };
   if (platform.navigator?.userAgent === "Cloudflare-Workers") return;
   const zlib = platform.process?.getBuiltinModule?.("node:zlib") as Zlib | undefined;
   if (!zlib) return;
-  const RealCompression = globalThis.CompressionStream;
-  const RealDecompression = globalThis.DecompressionStream;
+  const RealCompression = platform.CompressionStream;
+  const RealDecompression = platform.DecompressionStream;
   const formats = {
     gzip: [zlib.gzipSync, zlib.gunzipSync],
     deflate: [zlib.deflateSync, zlib.inflateSync],
@@ -303,10 +305,10 @@ function installCompression(): void {
       },
     });
   };
-  globalThis.CompressionStream = function CompressionStream(format: string) {
+  platform.CompressionStream = function CompressionStream(format: string) {
     return oneShot(format, 0, RealCompression);
-  } as unknown as typeof CompressionStream;
-  globalThis.DecompressionStream = function DecompressionStream(format: string) {
+  } as unknown as typeof platform.CompressionStream;
+  platform.DecompressionStream = function DecompressionStream(format: string) {
     return oneShot(format, 1, RealDecompression);
-  } as unknown as typeof DecompressionStream;
+  } as unknown as typeof platform.DecompressionStream;
 }
