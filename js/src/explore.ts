@@ -15,7 +15,7 @@ import type {
   InvariantSpec,
   StrategyName,
 } from "./engine.ts";
-import { InputError, shown } from "./errors.ts";
+import { InputError, SimulationError, shown } from "./errors.ts";
 import { finalState, hostViolation } from "./sim/final-state.ts";
 import { activate, real } from "./sim/globals.ts";
 import { hasHandler } from "./sim/handlers.ts";
@@ -139,7 +139,7 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
 
     const started = real.monotonicMs();
     for (;;) {
-      const plan = engine.nextRun(real.monotonicMs() - started);
+      const plan = escaping(() => engine.nextRun(real.monotonicMs() - started));
       if (!plan) break;
       const run = new Run(engine, world, events, bounds.maxConcurrentInvocations);
       await run.execute(plan);
@@ -150,7 +150,7 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
         world.file,
       );
       try {
-        engine.endRun(violation);
+        escaping(() => engine.endRun(violation));
       } catch (error) {
         // A replayed run seed that names what this run never reached is a stale seed.
         if (exploration.replay !== undefined && /^the run seed /.test((error as Error).message)) {
@@ -307,6 +307,21 @@ function probeModules(engine: Engine, world: World): void {
     }
   } finally {
     deactivate();
+  }
+}
+
+/**
+ * `call`'s answer; the engine's finding that a run did not repeat itself (a replay that went
+ * elsewhere) is the Worker escaping the simulation, not a fault of the check's own.
+ */
+function escaping<T>(call: () => T): T {
+  try {
+    return call();
+  } catch (error) {
+    if (error instanceof Error && error.message.startsWith("nondeterminism:")) {
+      throw new SimulationError(error.message);
+    }
+    throw error;
   }
 }
 

@@ -11,6 +11,7 @@ import { dirname, join, resolve } from "node:path";
 import vm from "node:vm";
 import { type BuildOptions, build, type Message } from "esbuild";
 import { InputError } from "../errors.ts";
+import { simulatedNodeCrypto } from "../sim/node-crypto.ts";
 
 export interface WorkerModule {
   /** The entry module, absolute. */
@@ -30,6 +31,13 @@ type ModuleFactory = (
 ) => void;
 
 const nodeRequire = createRequire(import.meta.url);
+
+let simulatedCrypto: object | undefined;
+/** `node:crypto` with its randomness the simulation's (sim/node-crypto.ts), made once. */
+function nodeCrypto(): object {
+  simulatedCrypto ??= simulatedNodeCrypto(nodeRequire("node:crypto") as object);
+  return simulatedCrypto;
+}
 
 /**
  * The `node:` modules a Worker may import in the simulation: those that compute, and reach
@@ -109,6 +117,7 @@ export async function bundleWorker(entry: string): Promise<WorkerModule> {
               `imports ${specifier}, which would reach the machine eutaxy runs on (its files, processes or network); eutaxy does not simulate it`,
             );
           }
+          if (specifier === "node:crypto") return nodeCrypto();
           return nodeRequire(specifier);
         }
         throw new InputError(entry, `imports ${specifier}, which eutaxy does not provide`);

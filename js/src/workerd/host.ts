@@ -13,6 +13,7 @@ import type { Engine, EngineConfig } from "../engine.ts";
 import { carry } from "../errors.ts";
 import { explore } from "../explore.ts";
 import type { WorkerModule } from "../load/bundle.ts";
+import { simulatedNodeCrypto } from "../sim/node-crypto.ts";
 import type { HostAnswer, HostRequest, ModuleFactory } from "./protocol.ts";
 import { decodeWorld } from "./world-data.ts";
 
@@ -37,6 +38,9 @@ function createEngine(wasm: WebAssembly.Module, config: EngineConfig): Engine {
   return new WasmEngine(config) as Engine;
 }
 
+/** `node:crypto` with its randomness the simulation's (sim/node-crypto.ts), made once. */
+let simulatedCrypto: object | undefined;
+
 /** A Worker's module: each `instantiate` calls its factory anew, one fresh evaluation per run. */
 function workerModule(
   entry: string,
@@ -48,6 +52,10 @@ function workerModule(
     instantiate(virtualModules) {
       const require = (specifier: string): unknown => {
         if (Object.hasOwn(virtualModules, specifier)) return virtualModules[specifier];
+        if (specifier === "node:crypto" && Object.hasOwn(nodeModules, specifier)) {
+          simulatedCrypto ??= simulatedNodeCrypto(nodeModules[specifier] as object);
+          return simulatedCrypto;
+        }
         if (Object.hasOwn(nodeModules, specifier)) return nodeModules[specifier];
         throw new Error(`${entry} imports ${specifier}, which eutaxy does not provide`);
       };
