@@ -142,8 +142,8 @@ function isPlatformObject(item: object): boolean {
   );
 }
 
-/** An `RpcTarget` (cloudflare:workers), which Workers RPC passes by reference; copied here. */
-function isRpcTarget(item: object): boolean {
+/** An `RpcTarget` (cloudflare:workers), which Workers RPC passes by reference, as a stub. */
+export function isRpcTarget(item: object): boolean {
   for (let p = Object.getPrototypeOf(item); p !== null; p = Object.getPrototypeOf(p)) {
     if (p === RpcTarget.prototype) return true;
   }

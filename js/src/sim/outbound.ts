@@ -71,7 +71,7 @@ export function outboundFetch(run: RunContext, input: unknown, init: unknown): P
   }
   return invocation.effect(
     `fetch ${request.method} ${url.origin}${url.pathname}`,
-    () => answer(run, invocation.id, request, match),
+    () => untilAborted(answer(run, invocation.id, request, match), request.signal),
     // The scenario's outbound handlers are its functions, which may keep state between calls.
     {
       transient: () => Promise.reject(connectionLost()),
@@ -81,6 +81,27 @@ export function outboundFetch(run: RunContext, input: unknown, init: unknown): P
       lostResponseOffered: () => !SAFE_METHODS.has(request.method),
     },
   );
+}
+
+/**
+ * `answer`, unless `signal` aborts first (a deadline that passes while a script takes its time):
+ * then the fetch rejects with the signal's reason, as the Fetch standard says.
+ */
+function untilAborted<T>(answer: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    signal.addEventListener("abort", abort, { once: true });
+    answer.then(
+      (value) => {
+        signal.removeEventListener("abort", abort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", abort);
+        reject(error);
+      },
+    );
+  });
 }
 
 /** The handler with the longest prefix of `url`; the first one given wins a tie. */

@@ -26,6 +26,7 @@
 import type { SimEvent } from "../drivers/event.ts";
 import { Decision, type Engine, type FootprintEntry, type RunPlan, type StepOption } from "../engine.ts";
 import { InputError, SimulationError } from "../errors.ts";
+import { isRpcTarget } from "./clone.ts";
 import type {
   ClientResponse,
   Exports,
@@ -391,13 +392,13 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   }
 
   /**
-   * Firing the earliest timer of an invocation waiting on nothing but time (a binding call it
-   * waits on completes first). What the woken code touches until its next effect is unknown,
-   * and the clock it moves is shared: its footprint is empty, so it is ordered against every
-   * other step.
+   * Firing the earliest timer of an invocation with no binding call waiting for the engine (a
+   * parked call goes first; one already under way, a script answering it, may wait on timers).
+   * What the woken code touches until its next effect is unknown, and the clock it moves is
+   * shared: its footprint is empty, so it is ordered against every other step.
    */
   private timerStep(): Step | undefined {
-    const timer = this.nextTimer((owner) => owner.pending === 0);
+    const timer = this.nextTimer((owner) => !this.parked.some((effect) => effect.invocation === owner));
     if (!timer) return undefined;
     return {
       option: {
@@ -745,6 +746,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
 
   private async quiesce(): Promise<void> {
     for (;;) {
+      let before = "";
       for (let turn = 0; turn < QUIESCENCE_TURNS_MAX; turn++) {
         await new Promise((resolve) => real.setImmediate(resolve));
         if (this.failure) throw this.failure;
@@ -752,7 +754,14 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
           turn--;
           continue;
         }
-        if (this.waiting().length === 0) return;
+        const waiting = this.waiting();
+        if (waiting.length === 0) return;
+        // What still runs may wait on a parked effect of another invocation (a callee awaiting a
+        // callback its caller passed over RPC, which calls the caller's bindings): once a turn
+        // changes nothing, the run loop executes that effect.
+        const now = `${this.parked.length} ${waiting.length} ${this.invocations}`;
+        if (now === before && this.parked.some((effect) => effect.invocation.live)) return;
+        before = now;
       }
       this.cancelHung();
     }
@@ -817,8 +826,13 @@ function describe(error: unknown): string {
 }
 
 export function summarize(value: unknown): string {
-  // A Response (a service's or a Durable Object's fetch) has no JSON of its own worth showing.
+  // A Response (a service's or a Durable Object's fetch) has no JSON of its own worth showing;
+  // an RpcTarget or a function crosses as a stub, and its insides are not the caller's.
   if (value instanceof Response) return `Response ${value.status}`;
+  if (typeof value === "function") return "a function (a stub)";
+  if (typeof value === "object" && value !== null && isRpcTarget(value)) {
+    return `RpcTarget ${(value as { constructor?: { name?: string } }).constructor?.name || "object"} (a stub)`;
+  }
   try {
     // Maps and Sets, which JSON shows as {}, as their entries.
     const text = JSON.stringify(value, (_key, v: unknown) =>
