@@ -258,7 +258,7 @@ interface Zlib {
  * workerd's own (the runtime that Worker code may run in instead) are left as they are.
  */
 function installCompression(): void {
-  const platform = globalThis as {
+  const platform = globalThis as unknown as {
     navigator?: { userAgent?: string };
     process?: { getBuiltinModule?(id: string): unknown };
     CompressionStream: new (format: never) => TransformStream;

@@ -17,7 +17,7 @@ export function simulatedNodeCrypto(platform: object): object {
     const bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
     const end = size === undefined ? bytes.length : offset + size;
     for (let at = offset; at < end; at += ENTROPY_MAX) {
-      globalThis.crypto.getRandomValues(bytes.subarray(at, Math.min(end, at + ENTROPY_MAX)));
+      crypto.getRandomValues(bytes.subarray(at, Math.min(end, at + ENTROPY_MAX)));
     }
   };
   const later = <T>(callback: Callback<T>, value: T) => queueMicrotask(() => callback(null, value));
@@ -60,14 +60,13 @@ export function simulatedNodeCrypto(platform: object): object {
       if (done) return later(done, value);
       return value;
     },
-    randomUUID: () => globalThis.crypto.randomUUID(),
-    getRandomValues: (array: Parameters<typeof globalThis.crypto.getRandomValues>[0]) =>
-      globalThis.crypto.getRandomValues(array),
+    randomUUID: () => crypto.randomUUID(),
+    getRandomValues: (array: Parameters<typeof crypto.getRandomValues>[0]) => crypto.getRandomValues(array),
     get webcrypto() {
-      return globalThis.crypto;
+      return crypto;
     },
     get subtle() {
-      return globalThis.crypto.subtle;
+      return crypto.subtle;
     },
   };
   return Object.defineProperties(Object.create(platform), Object.getOwnPropertyDescriptors(own));

@@ -13,6 +13,7 @@
  */
 
 import type { OutboundHandlers, Scenario, ServiceHandlers } from "../cloudflare.ts";
+import { InputError } from "../errors.ts";
 import type { WorkerModule } from "../load/bundle.ts";
 import type { QueueConsumer, WorkerConfig } from "../load/wrangler.ts";
 import type { BindingSpec, SimWorker, World } from "../sim/world.ts";
@@ -76,8 +77,9 @@ function at(declared: unknown, path: Path): unknown {
   let value = declared;
   for (const key of path) {
     if (typeof value !== "object" || value === null || !(key in value)) {
-      throw new Error(
-        `the scenario's default export has no ${path.join(".")} when workerd evaluates it, though it had in Node`,
+      throw new InputError(
+        undefined,
+        `--runtime workerd: the scenario's default export has no ${path.join(".")} when workerd evaluates it, though it had in Node; a scenario must build the same thing wherever it runs (not from process.env or the machine)`,
       );
     }
     value = (value as Record<string | number, unknown>)[key];
