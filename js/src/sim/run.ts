@@ -481,7 +481,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     for (let turn = 0; turn < QUIESCENCE_TURNS_MAX; turn++) {
       await new Promise((resolve) => real.setImmediate(resolve));
       if (this.failure) throw this.failure;
-      if (await this.releaseOutside()) {
+      if (this.outsideWork.length > 0 && (await this.releaseOutside())) {
         turn--;
         continue;
       }
@@ -750,7 +750,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       for (let turn = 0; turn < QUIESCENCE_TURNS_MAX; turn++) {
         await new Promise((resolve) => real.setImmediate(resolve));
         if (this.failure) throw this.failure;
-        if (await this.releaseOutside()) {
+        if (this.outsideWork.length > 0 && (await this.releaseOutside())) {
           turn--;
           continue;
         }
