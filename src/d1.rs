@@ -392,15 +392,44 @@ impl Database {
 /// and conservative: a false alarm only costs the next run a reload. `END` is a transaction
 /// statement only at the start of one, and also closes every `CASE`, so it counts only first
 /// or in a script.
+///
+/// It runs before every statement, so it scans bytes and looks a word up only when its length
+/// and first letter could make it one of the words.
 fn steps_outside(sql: &str) -> bool {
-    let script = sql.contains(';');
-    sql.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|word| !word.is_empty())
-        .enumerate()
-        .any(|(index, word)| {
-            OUTSIDE_WORDS.iter().any(|w| word.eq_ignore_ascii_case(w))
-                || (word.eq_ignore_ascii_case("end") && (index == 0 || script))
-        })
+    let bytes = sql.as_bytes();
+    let script = bytes.contains(&b';');
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut index = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        if !is_word(bytes[at]) {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < bytes.len() && is_word(bytes[at]) {
+            at += 1;
+        }
+        let word = &bytes[start..at];
+        let candidate = (3..=9).contains(&word.len())
+            && matches!(
+                word[0].to_ascii_lowercase(),
+                b'a' | b'b' | b'c' | b'd' | b'e' | b'p' | b'r' | b's' | b'v'
+            );
+        if candidate {
+            if OUTSIDE_WORDS
+                .iter()
+                .any(|w| word.eq_ignore_ascii_case(w.as_bytes()))
+            {
+                return true;
+            }
+            if word.eq_ignore_ascii_case(b"end") && (index == 0 || script) {
+                return true;
+            }
+        }
+        index += 1;
+    }
+    false
 }
 
 /// SQL on one line, as traces and messages show it.
@@ -1239,5 +1268,20 @@ mod tests {
         assert!(steps_outside("INSERT OR ROLLBACK INTO t VALUES (1)"));
         assert!(!steps_outside("SELECT CASE WHEN x THEN 1 END FROM t"));
         assert!(!steps_outside("SELECT began, ended, pragma_x FROM t"));
+        for word in [
+            "SAVEPOINT a",
+            "release a",
+            "Vacuum",
+            "ATTACH 'x' AS y",
+            "detach y",
+            "COMMIT",
+            "rollback",
+        ] {
+            assert!(steps_outside(word), "{word}");
+        }
+        // A word ends at any byte that is not ASCII alphanumeric or `_`, a UTF-8 letter too.
+        assert!(steps_outside("SELECT 'é'; éBEGIN"));
+        assert!(!steps_outside("SELECT x_begin, commits FROM t"));
+        assert!(!steps_outside("SELECT 1 AS end_"));
     }
 }
