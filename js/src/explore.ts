@@ -146,7 +146,7 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
       if (plan.trace) engine.trace(FINAL_STATE);
       const violation = hostViolation(
         scenario.invariants,
-        finalState(engine, world, run.responses),
+        finalState(engine, world, run.responses, run.nowMs()),
         world.file,
       );
       try {
@@ -275,6 +275,8 @@ function probeModules(engine: Engine, world: World): void {
   const deactivate = activate({
     fillRandom: (buf) => engine.fillRandom("probe", buf),
     nowMs: () => clockMs,
+    // What a module logs as it loads is logged again in every run, where the trace keeps it.
+    log: () => {},
   });
   try {
     for (const worker of world.workers) {

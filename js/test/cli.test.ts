@@ -162,3 +162,19 @@ describe("bad input", () => {
     expect(eutaxy(["frobnicate"]).code).toBe(2);
   });
 });
+
+describe("a Worker that logs", () => {
+  const fixtures = `${root}js/test/fixtures/console`;
+
+  it("keeps --json the check's own: its logs are in the counterexample's trace, not on stdout", () => {
+    const run = eutaxy(["check", "./greet.sim.ts", "--json"], fixtures);
+    expect(run.code).toBe(1);
+    const result = JSON.parse(run.stdout) as { verdict: string; trace: string[] };
+    expect(result.verdict).toBe("VIOLATED");
+    expect(result.trace).toContain('req-1#1 console.log: greeting /hi {"at":1767225600000}');
+    expect(result.trace).toContain("req-1#1 console.error: RangeError: not really an error");
+    // What the module logs as it loads is part of every run, before its first delivery.
+    expect(result.trace).toContain("init console.log: loading the greeter");
+    expect(run.stderr).toBe("");
+  });
+});

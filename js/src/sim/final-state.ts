@@ -16,7 +16,17 @@ import { kvKeys, kvRead } from "./kv.ts";
 import { queueBodies } from "./queues.ts";
 import type { World } from "./world.ts";
 
-export function finalState(engine: Engine, world: World, responses: readonly ClientResponse[]): FinalState {
+/**
+ * The final state a run left, as custom invariants read it; `nowMs` is the run's clock at its end
+ * (timers, alarms and delays move it past the engine's), which decides what has expired in KV.
+ */
+export function finalState(
+  engine: Engine,
+  world: World,
+  responses: readonly ClientResponse[],
+  nowMs: number,
+): FinalState {
+  const kvEngine = { d1Run: engine.d1Run.bind(engine), trace: engine.trace.bind(engine), nowMs: () => nowMs };
   // A query the engine refuses is the scenario's mistake (a typo, a table that does not exist),
   // not a broken invariant: the check stops with it, as it does for the built-in invariants.
   const rows = (store: string, sql: string, params: unknown[]) => {
@@ -48,11 +58,11 @@ export function finalState(engine: Engine, world: World, responses: readonly Cli
     d1: (db, sql, ...params) => rows(db, sql, params),
     kv: (name, key) => {
       const spec = binding(name, "kv");
-      return spec.kind === "kv" ? kvRead(engine, spec.store, key) : null;
+      return spec.kind === "kv" ? kvRead(kvEngine, spec.store, key) : null;
     },
     kvKeys: (name) => {
       const spec = binding(name, "kv");
-      return spec.kind === "kv" ? kvKeys(engine, spec.store) : [];
+      return spec.kind === "kv" ? kvKeys(kvEngine, spec.store) : [];
     },
     durableObject: (name, objectName, sql, ...params) => {
       const spec = binding(name, "durableObject");

@@ -34,6 +34,11 @@ export interface DeterminismSource {
    * hands it over, so neither its timing nor its order against other work shows.
    */
   outside?<T>(start: () => Promise<T>): Promise<T>;
+  /**
+   * What Worker code writes with `console`: kept with the run (a counterexample's trace shows
+   * it), never printed, so a check's own output (`--json`) stays the check's.
+   */
+  log?(level: string, args: readonly unknown[]): void;
 }
 
 /**
@@ -46,6 +51,9 @@ const NOT_SIMULATED: readonly (readonly [string, string])[] = [
   ["HTMLRewriter", "HTMLRewriter"],
   ["WebSocketPair", "WebSocketPair (WebSockets)"],
 ];
+
+/** The `console` methods Worker code writes its logs with. */
+const CONSOLE_LEVELS = ["log", "info", "warn", "error", "debug"] as const;
 
 /** `crypto.subtle`'s operations, each a promise the platform settles when it is done. */
 const SUBTLE_METHODS = [
@@ -208,6 +216,15 @@ function install(): void {
   }
 
   installCompression();
+
+  // Worker code's console: the run's, while one is active.
+  for (const level of CONSOLE_LEVELS) {
+    const original = console[level];
+    console[level] = (...args: unknown[]) => {
+      if (source?.log) source.log(level, args);
+      else Reflect.apply(original, console, args);
+    };
+  }
 
   // workerd's `scheduler.wait(ms)`: a promise that resolves after `ms`, on the run's clock.
   // Node has no `scheduler`; workerd's own is kept for use outside a run.

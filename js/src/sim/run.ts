@@ -162,6 +162,12 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     this.parked.push(effect);
   }
 
+  log(level: string, args: readonly unknown[]): void {
+    if (!this.tracing) return;
+    const text = args.map((arg) => (typeof arg === "string" ? arg : describeLogged(arg))).join(" ");
+    this.trace(`${this.running?.id ?? "init"} console.${level}: ${text}`);
+  }
+
   outside<T>(start: () => Promise<T>): Promise<T> {
     let settled: OutsideWork["settled"];
     try {
@@ -818,6 +824,11 @@ function footprintOf(effect: ParkedEffect): FootprintEntry[] {
     footprint.push({ resource: invocation.resource, write: true }, { resource: PLATFORM_WORK, write: true });
   }
   return footprint;
+}
+
+/** A logged value that is not a string: an error by its name and message, the rest as JSON. */
+function describeLogged(value: unknown): string {
+  return value instanceof Error ? `${value.name}: ${value.message}` : summarize(value);
 }
 
 function describe(error: unknown): string {
