@@ -67,6 +67,10 @@ describe("timers on the run's clock", () => {
     expect(second.trace).toEqual(first.trace);
   });
 
+  it("move the clock KV expiry reads, for the Worker and in the final state alike", async () => {
+    expect((await check(fixture("otp.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+
   it("end with waitUntil work, which the runtime cancels 30 s after the response", async () => {
     expect((await check(fixture("linger.sim.ts"))).verdict).toBe("BOUNDED");
   });
