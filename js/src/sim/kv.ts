@@ -215,7 +215,12 @@ class SimKvNamespace {
           [name, body, metadata, expiration, nowMs, this.location],
           true,
         );
-        this.note(() => `put ${JSON.stringify(name)} ${shownValue(body)}`);
+        this.note(() => {
+          // What expires and what carries metadata is often the bug: the trace says so.
+          const expires = expiration === null ? "" : ` expires ${new Date(expiration * 1000).toISOString()}`;
+          const meta = metadata === null ? "" : ` metadata ${metadata}`;
+          return `put ${JSON.stringify(name)} ${shownValue(body)}${expires}${meta}`;
+        });
         return true;
       });
     return stored instanceof Promise ? stored.then(send) : send(stored);
@@ -274,7 +279,7 @@ class SimKvNamespace {
       ).rows;
       this.note(
         () =>
-          `list prefix ${JSON.stringify(prefix)} -> ${stale ? "stale: " : ""}${Math.min(page.length, limit)} keys`,
+          `list prefix ${JSON.stringify(prefix)} -> ${stale ? "stale: " : ""}${Math.min(page.length, limit) === 1 ? "1 key" : `${Math.min(page.length, limit)} keys`}`,
       );
       const keys = page.slice(0, limit).map(([name, metadata, expiration]) => ({
         name: String(name),

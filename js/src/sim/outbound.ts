@@ -149,6 +149,10 @@ async function answer(run: RunContext, invocation: string, first: Request, match
       throw error;
     }
     const location = response.headers.get("location");
+    if (run.tracing) {
+      const url = new URL(request.url);
+      run.trace(`  Fetch:${url.origin} ${request.method} ${url.pathname}${url.search} -> ${response.status}`);
+    }
     if (request.redirect === "manual" || !REDIRECT_STATUSES.has(response.status) || location === null) {
       return asFetched(response.clone(), request.url, redirects > 0);
     }
