@@ -5,7 +5,8 @@
  * progress, `--json` with a documented schema, `--junit` for the test report, exit codes).
  */
 
-import { readFileSync, writeFileSync } from "node:fs";
+import { accessSync, constants, readFileSync, statSync, writeFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { CheckOptions, CheckResult } from "./check.ts";
 import { colorEnabled, paintVerdict } from "./color.ts";
@@ -234,6 +235,17 @@ export async function main(argv: readonly string[]): Promise<number> {
 }
 
 async function run({ command, scenario, options, workers, values }: Request): Promise<number> {
+  // A report file that cannot be written is found before the check, not after it printed.
+  for (const [option, file] of [
+    ["--junit", values.junit],
+    ["--html", values.html],
+  ] as const) {
+    const why = file === undefined ? undefined : unwritable(file);
+    if (why !== undefined && file !== undefined) {
+      process.stderr.write(`eutaxy: ${shown(file)}: cannot write the ${option} report (${why})\n`);
+      return ExitCode.BadInput;
+    }
+  }
   const progress = progressLine(process.stderr);
   let result: CheckResult;
   try {
@@ -345,6 +357,17 @@ function output(command: Request["command"], result: CheckResult, values: Values
   lines[0] = paintVerdict(lines[0] as string, result.verdict, color);
   const counterexample = values.trace ? renderCounterexample(result) : undefined;
   return counterexample === undefined ? lines.join("\n") : `${lines.join("\n")}\n\n${counterexample}`;
+}
+
+/** Why `file` cannot be written (its folder missing or read-only, or it is a folder), if so. */
+function unwritable(file: string): string | undefined {
+  try {
+    if (statSync(file, { throwIfNoEntry: false })?.isDirectory()) return "EISDIR";
+    accessSync(dirname(resolve(file)), constants.W_OK);
+    return undefined;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+  }
 }
 
 /** Writes a report file; a path that cannot be written is the user's to fix (exit 2). */

@@ -210,10 +210,14 @@ describe("--junit", () => {
     expect(error.attrs.message).toMatch(/nope\.sim\.ts: no such file/);
   });
 
-  it("exits 2 naming a report file it cannot write", () => {
-    const run = eutaxy(["check", "./checkout.fixed.sim.ts", "--junit", join(dir, "no/such/dir/x.xml")]);
+  it("exits 2 naming a report file it cannot write, before checking and printing anything", () => {
+    const run = eutaxy(["check", "./checkout.sim.ts", "--json", "--junit", join(dir, "no/such/dir/x.xml")]);
     expect(run.code).toBe(2);
+    expect(run.stdout).toBe("");
     expect(run.stderr).toMatch(/x\.xml: cannot write the --junit report \(ENOENT\)/);
+    const html = eutaxy(["check", "./checkout.sim.ts", "--html", dir]);
+    expect(html.code).toBe(2);
+    expect(html.stderr).toMatch(/cannot write the --html report \(EISDIR\)/);
   });
 });
 

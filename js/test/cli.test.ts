@@ -141,6 +141,17 @@ describe("bad input", () => {
     );
   });
 
+  it.each(["fetch", "timer"])(
+    "refuses a Worker that reaches for I/O at import (%s), as workerd does",
+    (what) => {
+      expectBadInput(
+        eutaxy(["check", `./io-at-import-${what}.sim.ts`], bad),
+        `io-at-import/${what}.ts`,
+        /threw at import: Error: Disallowed operation called within global scope/,
+      );
+    },
+  );
+
   it("names a binding of a kind eutaxy does not simulate when the Worker uses it", () => {
     expectBadInput(
       eutaxy(["check", "./unsupported.sim.ts"], bad),

@@ -7,7 +7,7 @@
 
 import type { FinalState, Invariant } from "../cloudflare.ts";
 import type { Engine } from "../engine.ts";
-import { InputError } from "../errors.ts";
+import { InputError, shown } from "../errors.ts";
 import type { ClientResponse } from "./context.ts";
 import { ObjectStore } from "./durable-object-store.ts";
 import { readOne } from "./durable-object-tables.ts";
@@ -47,9 +47,17 @@ export function finalState(
     const worker = world.workers.find((w) => w.prefix === prefix);
     const spec = worker?.bindings.get(name.slice(slash + 1));
     if (!spec || spec.kind !== kind) {
+      // Say which bindings of that kind the Workers' configs do give, where the fix may be.
+      const known = world.workers.flatMap((w) =>
+        [...w.bindings].flatMap(([n, b]) => (b.kind === kind ? [`${w.prefix}${n}`] : [])),
+      );
+      const configs = world.workers.flatMap((w) => (w.config ? [shown(w.config.file)] : []));
+      const has = known.length
+        ? `the ${kind} bindings are ${known.join(", ")}`
+        : `no Worker binds ${kind} in ${configs.join(", ") || "its config"}`;
       throw new InputError(
         world.file,
-        `an invariant reads ${kind} binding ${name}, which the scenario does not have`,
+        `an invariant reads ${kind} binding ${name}, which the scenario does not have; ${has}`,
       );
     }
     return spec;

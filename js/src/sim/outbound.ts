@@ -21,7 +21,7 @@ import { InputError } from "../errors.ts";
 import type { RunContext } from "./context.ts";
 
 /** The runtime's message for I/O outside a handler (workerd's io-context). */
-const GLOBAL_SCOPE =
+export const GLOBAL_SCOPE =
   "Disallowed operation called within global scope. Asynchronous I/O (ex: fetch() or connect()), " +
   "setting a timeout, and generating random values are not allowed within global scope. To fix " +
   "this error, perform this operation within a handler. https://developers.cloudflare.com/workers/runtime-apis/handlers/";
@@ -53,7 +53,8 @@ interface Match {
  */
 export function outboundFetch(run: RunContext, input: unknown, init: unknown): Promise<Response> {
   const invocation = run.current;
-  if (!invocation) return Promise.reject(new Error(GLOBAL_SCOPE));
+  // At import, as workerd does, the call itself throws.
+  if (!invocation) throw new Error(GLOBAL_SCOPE);
   let request: Request;
   try {
     // Built before the effect, as the runtime does: a bad URL or init rejects at once.

@@ -39,7 +39,7 @@ import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
 import { buildEnv } from "./env.ts";
 import { activate, type DeterminismSource, real } from "./globals.ts";
 import { type EffectSink, Invocation, type ParkedEffect } from "./invocation.ts";
-import { outboundFetch } from "./outbound.ts";
+import { GLOBAL_SCOPE, outboundFetch } from "./outbound.ts";
 import { lostConnection, rethrownOverRpc } from "./rpc-errors.ts";
 import { type ExecutionContextLike, workersModule } from "./workers-module.ts";
 import type { SimWorker, World } from "./world.ts";
@@ -54,12 +54,6 @@ const PLATFORM_WORK_PER_RUN_MAX = 1_000;
 const TIMERS_PER_RUN_MAX = 100_000;
 /** How long `ctx.waitUntil` work may go on after the response before the runtime cancels it. */
 const WAIT_UNTIL_AFTER_RESPONSE_MS = 30_000;
-
-/** workerd's refusal of a timer set while a module is evaluated. */
-const GLOBAL_SCOPE_TIMER =
-  "Disallowed operation called within global scope. Asynchronous I/O (ex: fetch() or connect()), setting a " +
-  "timeout, and generating random values are not allowed within global scope. To fix this error, perform " +
-  "this operation within a handler. https://developers.cloudflare.com/workers/runtime-apis/handlers/";
 
 /** Platform work in flight outside the simulation, and how to hand its result to the Worker. */
 interface OutsideWork {
@@ -206,7 +200,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
 
   setTimer(callback: (...args: unknown[]) => void, ms: number, args: unknown[], repeat: boolean): number {
     const owner = this.running;
-    if (!owner) throw new Error(GLOBAL_SCOPE_TIMER);
+    if (!owner) throw new Error(GLOBAL_SCOPE);
     const delayMs = Math.max(0, Math.floor(ms));
     const id = ++this.timerIds;
     this.timers.set(id, { id, owner, dueMs: this.nowMs() + delayMs, delayMs, repeat, callback, args });
