@@ -207,11 +207,37 @@ function request(values: Values, positionals: readonly string[]): Request | stri
   return { command, scenario, options, workers: Number(values.workers ?? 1), values };
 }
 
+/**
+ * `argv` with a negative number after an option that takes a value joined to it
+ * (`--budget-ms -5` as `--budget-ms=-5`): the parser would take `-5` for an option, and the
+ * option's own check should say what is wrong with the value.
+ */
+function negativesJoined(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    const next = argv[i + 1];
+    const option = arg.startsWith("--") ? OPTIONS[arg.slice(2) as keyof typeof OPTIONS] : undefined;
+    if (option?.type === "string" && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else {
+      out.push(arg);
+    }
+  }
+  return out;
+}
+
 /** Runs the CLI with `argv` (without node and the script); resolves to the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
   try {
-    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+    parsed = parseArgs({
+      args: negativesJoined(argv),
+      options: OPTIONS,
+      allowPositionals: true,
+      strict: true,
+    });
   } catch (error) {
     process.stderr.write(`eutaxy: ${(error as Error).message}\n\n${usage()}\n`);
     return ExitCode.BadInput;

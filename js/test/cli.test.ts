@@ -65,6 +65,17 @@ describe("eutaxy check", () => {
     expect(run.stdout.split("\n")[0]).toBe("INCOMPLETE  checkout-fixed  (seed checkout-fixed)");
   });
 
+  it("says what is wrong with a negative budget, not that the option is ambiguous", () => {
+    const run = eutaxy(
+      ["check", "./checkout.fixed.sim.ts", "--budget-ms", "-5"],
+      `${root}examples/service-binding`,
+    );
+    expect(run.code).toBe(2);
+    expect(run.stderr.split("\n")[0]).toBe(
+      "eutaxy: --budget-ms must be a positive whole number of milliseconds, at most 9007199254740991",
+    );
+  });
+
   it("writes the counterexample as an HTML page with --html", () => {
     const page = join(mkdtempSync(join(tmpdir(), "eutaxy-html-")), "checkout.html");
     const run = eutaxy(["check", "./checkout.sim.ts", "--html", page], `${root}examples/service-binding`);
