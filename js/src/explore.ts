@@ -20,7 +20,7 @@ import { finalState, hostViolation } from "./sim/final-state.ts";
 import { activate, real } from "./sim/globals.ts";
 import { hasHandler } from "./sim/handlers.ts";
 import { KV_SCHEMA } from "./sim/kv.ts";
-import { GLOBAL_SCOPE } from "./sim/outbound.ts";
+import { GLOBAL_SCOPE, refusedAtImport } from "./sim/outbound.ts";
 import { QUEUE_SCHEMA } from "./sim/queues.ts";
 import { Run } from "./sim/run.ts";
 import { workersModule } from "./sim/workers-module.ts";
@@ -278,11 +278,10 @@ function probeModules(engine: Engine, world: World): void {
     nowMs: () => clockMs,
     // What a module logs as it loads is logged again in every run, where the trace keeps it.
     log: () => {},
-    // I/O and timers at import are refused as workerd refuses them; the module throws, and a
-    // Worker that throws at import is bad input (below). Nothing reaches the network.
-    fetch: () => {
-      throw new Error(GLOBAL_SCOPE);
-    },
+    // I/O and timers at import are refused as workerd refuses them, and nothing reaches the
+    // network: a fetch's promise rejects, a timer throws (a Worker that throws at import is
+    // bad input, below).
+    fetch: refusedAtImport,
     setTimer: () => {
       throw new Error(GLOBAL_SCOPE);
     },

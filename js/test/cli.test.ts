@@ -152,16 +152,23 @@ describe("bad input", () => {
     );
   });
 
-  it.each(["fetch", "timer"])(
-    "refuses a Worker that reaches for I/O at import (%s), as workerd does",
-    (what) => {
-      expectBadInput(
-        eutaxy(["check", `./io-at-import-${what}.sim.ts`], bad),
-        `io-at-import/${what}.ts`,
-        /threw at import: Error: Disallowed operation called within global scope/,
-      );
-    },
-  );
+  it("refuses a Worker that sets a timer at import: workerd throws there, so it cannot load", () => {
+    expectBadInput(
+      eutaxy(["check", "./io-at-import-timer.sim.ts"], bad),
+      "io-at-import/timer.ts",
+      /threw at import: Error: Disallowed operation called within global scope/,
+    );
+  });
+
+  it("gives a fetch at import workerd's rejected promise: the module loads, no request is sent", () => {
+    const run = eutaxy(["check", "./io-at-import-fetch.sim.ts", "--json"], bad);
+    expect(run.code).toBe(1);
+    const result = JSON.parse(run.stdout) as { message: string; trace: string[] };
+    expect(result.message).toBe("req-1#1 was answered 500, not 2xx");
+    expect(result.trace).toContainEqual(
+      expect.stringMatching(/^req-1#1 threw Error: Disallowed operation called within global scope/),
+    );
+  });
 
   it("names a binding of a kind eutaxy does not simulate when the Worker uses it", () => {
     expectBadInput(

@@ -53,8 +53,7 @@ interface Match {
  */
 export function outboundFetch(run: RunContext, input: unknown, init: unknown): Promise<Response> {
   const invocation = run.current;
-  // At import, as workerd does, the call itself throws.
-  if (!invocation) throw new Error(GLOBAL_SCOPE);
+  if (!invocation) return refusedAtImport();
   let request: Request;
   try {
     // Built before the effect, as the runtime does: a bad URL or init rejects at once.
@@ -82,6 +81,17 @@ export function outboundFetch(run: RunContext, input: unknown, init: unknown): P
       lostResponseOffered: () => !SAFE_METHODS.has(request.method),
     },
   );
+}
+
+/**
+ * What `fetch` gives a module that calls it while it loads, as workerd gives it (compared with
+ * Miniflare's): a promise rejected with the runtime's message, and the module loads. It is
+ * marked handled, so a module that never awaits it does not take the process down with it.
+ */
+export function refusedAtImport(): Promise<never> {
+  const refused = Promise.reject(new Error(GLOBAL_SCOPE));
+  refused.catch(() => {});
+  return refused;
 }
 
 /**
