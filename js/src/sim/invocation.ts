@@ -44,6 +44,8 @@ export class Invocation implements EffectScope {
   waitingUntil = 0;
   /** Timers set and not yet fired or cleared: while it has one, it waits on the run's clock. */
   timers = 0;
+  /** Its `waitUntil` work was canceled (`cancelWaitUntil`). */
+  private waitUntilCanceled = false;
   /** When its handler answered or threw, on the run's clock; its `waitUntil` work runs on. */
   endedAtMs: number | undefined = undefined;
   /**
@@ -83,7 +85,7 @@ export class Invocation implements EffectScope {
     perform: (effect: number) => T | Promise<T>,
     options: EffectOptions = {},
   ): Promise<T> {
-    if (!this.live) return new Promise<T>(() => {});
+    if (!this.live || this.waitUntilCanceled) return new Promise<T>(() => {});
     const index = this.effects++;
     if (this.effects > EFFECTS_PER_INVOCATION_MAX) {
       throw new SimulationError(
@@ -108,19 +110,24 @@ export class Invocation implements EffectScope {
     });
   }
 
-  /** The runtime cancels the `waitUntil` work left: the invocation is finished. */
+  /**
+   * The runtime cancels the `waitUntil` work left: the invocation is finished, and what that
+   * work would still do (a call it was making) never happens.
+   */
   cancelWaitUntil(): void {
     this.waitingUntil = 0;
+    this.waitUntilCanceled = true;
   }
 
   /** Tracks a `ctx.waitUntil` promise: the invocation is not finished before it settles. */
   waitUntil(promise: unknown): void {
     if (!this.live) return;
     this.waitingUntil++;
-    Promise.resolve(promise).then(
-      () => this.waitingUntil--,
-      () => this.waitingUntil--,
-    );
+    const settled = () => {
+      // Work the runtime canceled no longer counts.
+      if (this.waitingUntil > 0) this.waitingUntil--;
+    };
+    Promise.resolve(promise).then(settled, settled);
   }
 
   /** Called once, when the invocation dies; a callee uses it to fail its caller's call. */

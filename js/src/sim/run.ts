@@ -258,7 +258,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     }
     this.advanceClockTo(timer.dueMs);
     if (timer.repeat) {
-      timer.dueMs += Math.max(1, timer.delayMs);
+      // The next tick counts from this one, as the platform's intervals do: no catching up.
+      timer.dueMs = this.nowMs() + Math.max(1, timer.delayMs);
     } else {
       this.clearTimer(timer.id);
     }
