@@ -144,6 +144,9 @@ pub struct Check {
     /// may read the clock and random streams too.
     run: Run,
     active: Option<Active>,
+    /// How far the host has moved the run's clock past the engine's (a timer, an alarm, a cron
+    /// tick, a queue delay): SQL's `'now'` reads the clock the Worker reads.
+    clock_skew_ms: u64,
     explore_runs: u64,
     /// Hashes of the decision paths explored, to count distinct schedules.
     distinct: HashSet<u64>,
@@ -185,6 +188,7 @@ impl Check {
             state,
             run: Run::new(init_seed, Vec::new(), true),
             active: None,
+            clock_skew_ms: 0,
             explore_runs: 0,
             distinct: HashSet::new(),
             distinct_depth_first: 0,
@@ -252,7 +256,7 @@ impl Check {
     }
 
     pub fn d1_setup(&mut self, db: &str, sql: &str) -> Result<()> {
-        d1::set_now_ms(self.run.now_ms());
+        d1::set_now_ms(self.sql_now_ms());
         self.databases.setup(db, sql)
     }
 
@@ -263,7 +267,7 @@ impl Check {
         if self.databases.is_sealed() {
             return Ok(());
         }
-        d1::set_now_ms(self.run.now_ms());
+        d1::set_now_ms(self.sql_now_ms());
         let mut baselines = Vec::with_capacity(self.config.invariants.len());
         for spec in &self.config.invariants {
             baselines.push(invariant::validate(spec, &mut self.databases)?);
@@ -354,6 +358,7 @@ impl Check {
         // candidate), and that replay's trace is the one reported.
         let trace = phase != Phase::Explore;
         self.run = Run::new(base_seed, events.clone(), trace);
+        self.clock_skew_ms = 0;
         self.active = Some(active);
         Ok(Some(RunPlan {
             events,
@@ -614,6 +619,17 @@ impl Check {
         self.run.now_ms()
     }
 
+    /// The host has moved the run's clock `skew_ms` past the engine's; until the next run,
+    /// SQL's `'now'` reads that clock.
+    pub fn set_clock_skew(&mut self, skew_ms: u64) {
+        self.clock_skew_ms = skew_ms;
+    }
+
+    /// The clock SQL reads: the run's, as the host moved it.
+    fn sql_now_ms(&self) -> u64 {
+        self.run.now_ms().saturating_add(self.clock_skew_ms)
+    }
+
     pub fn trace(&mut self, line: &str) {
         self.run.trace(line.to_string());
     }
@@ -644,7 +660,7 @@ impl Check {
         params: &[Value],
         traced: Traced,
     ) -> Result<RawResult> {
-        d1::set_now_ms(self.run.now_ms());
+        d1::set_now_ms(self.sql_now_ms());
         let result = self.databases.run(db, sql, params);
         self.fingerprint_statement(db, sql, params, result.as_ref().map_err(|_| ()));
         if traced == Traced::No {
@@ -675,7 +691,7 @@ impl Check {
         statements: &[Statement],
         traced: Traced,
     ) -> Result<Vec<RawResult>> {
-        d1::set_now_ms(self.run.now_ms());
+        d1::set_now_ms(self.sql_now_ms());
         let result = self.databases.batch(db, statements);
         for (i, statement) in statements.iter().enumerate() {
             let outcome = match &result {
@@ -707,7 +723,7 @@ impl Check {
 
     /// `d1_exec`, traced or not (see `d1_run_as`).
     pub fn d1_exec_as(&mut self, db: &str, sql: &str, traced: Traced) -> Result<u64> {
-        d1::set_now_ms(self.run.now_ms());
+        d1::set_now_ms(self.sql_now_ms());
         let result = self.databases.exec(db, sql);
         self.run.fingerprint_bytes(db.as_bytes());
         self.run.fingerprint_bytes(sql.as_bytes());
@@ -893,7 +909,7 @@ impl Check {
     }
 
     fn first_violation(&mut self) -> Result<Option<Violation>> {
-        d1::set_now_ms(self.run.now_ms());
+        d1::set_now_ms(self.sql_now_ms());
         for (spec, baseline) in self.config.invariants.iter().zip(&self.baselines) {
             if let Some(violation) =
                 invariant::evaluate(spec, baseline.as_ref(), &mut self.databases)?

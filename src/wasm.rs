@@ -153,6 +153,13 @@ impl Engine {
         self.check.trace(line);
     }
 
+    /// How far the host has moved the run's clock past the engine's (`nowMs`), for SQL's
+    /// `'now'`; the next run starts at 0 again.
+    #[wasm_bindgen(js_name = setClockSkew)]
+    pub fn set_clock_skew(&mut self, skew_ms: f64) {
+        self.check.set_clock_skew(skew_ms.max(0.0) as u64);
+    }
+
     /// `quiet`: the host's own bookkeeping, left out of the trace (see `Check::d1_run_as`).
     #[wasm_bindgen(js_name = d1Run)]
     pub fn d1_run(

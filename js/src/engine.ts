@@ -243,6 +243,8 @@ export interface Engine {
    * `transient`: the effect's binding documents a transient error, which adds `Transient`;
    * `lost`: that error can also come after the call took effect, which adds `LostResponse`.
    */
+  /** The host moved the run's clock `skewMs` past `nowMs()`: SQL's `'now'` reads that clock too. */
+  setClockSkew(skewMs: number): void;
   decide(
     invocation: string,
     effect: number,

@@ -71,6 +71,10 @@ describe("timers on the run's clock", () => {
     expect((await check(fixture("otp.sim.ts"))).verdict).toBe("BOUNDED");
   });
 
+  it("let waitUntil work due within 30 s of the response run, whatever else waits longer", async () => {
+    expect((await check(fixture("two-waits.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+
   it("end with waitUntil work, which the runtime cancels 30 s after the response", async () => {
     expect((await check(fixture("linger.sim.ts"))).verdict).toBe("BOUNDED");
   });

@@ -128,6 +128,22 @@ describe("cloneValue: what Workers RPC carries beyond the clone", () => {
     );
   });
 
+  it("passes a stub on as itself: it still reaches the object it was made for", async () => {
+    class Box extends RpcTarget {
+      n = 1;
+      bump(): number {
+        return ++this.n;
+      }
+    }
+    const box = new Box();
+    const stub = cloneValue(box) as unknown as { bump(): Promise<number> };
+    const passed = cloneValue({ stub }).stub;
+    expect(passed).toBe(stub);
+    expect(await passed.bump()).toBe(2);
+    const fn = cloneValue(() => 7);
+    expect(cloneValue([fn])[0]).toBe(fn);
+  });
+
   it("copies a Response with its status and headers, and Headers, alone or in arrays", async () => {
     const [response, headers] = cloneValue([
       new Response("r", { status: 202, statusText: "Queued", headers: { h: "1" } }),

@@ -28,6 +28,10 @@ const NOT_PLAIN: unique symbol = Symbol("not plain");
  * `Date` Worker code sees (the simulation's), so that they pass `instanceof Date` there.
  */
 export function cloneValue<T>(value: T): T {
+  // A stub passed on is the same stub: it still reaches the object it was made for.
+  if ((typeof value === "function" || typeof value === "object") && value !== null && stubs.has(value)) {
+    return value;
+  }
   if (typeof value === "function") return functionStub(value as (...args: unknown[]) => unknown) as T;
   if (typeof value !== "object" || value === null) {
     // Primitives clone to themselves; symbols throw DataCloneError.
@@ -156,7 +160,9 @@ export function isRpcTarget(item: object): boolean {
  * It reads no getter, so a value it gives up on is cloned as if it had never been looked at.
  */
 function copyPlain(value: unknown, seen: Map<object, unknown>, depth: number): unknown {
-  if (typeof value === "function") return functionStub(value as (...args: unknown[]) => unknown);
+  if (typeof value === "function") {
+    return stubs.has(value) ? value : functionStub(value as (...args: unknown[]) => unknown);
+  }
   if (typeof value !== "object" || value === null) {
     return typeof value === "symbol" ? NOT_PLAIN : value;
   }
@@ -220,8 +226,14 @@ function transferred(value: object): unknown {
  * answers a promise; arguments and result cross as any RPC value does.
  */
 function functionStub(fn: (...args: unknown[]) => unknown): (...args: unknown[]) => Promise<unknown> {
-  return (...args) => Promise.resolve().then(async () => cloneValue(await fn(...cloneValue(args))));
+  const stub = (...args: unknown[]) =>
+    Promise.resolve().then(async () => cloneValue(await fn(...cloneValue(args))));
+  stubs.add(stub);
+  return stub;
 }
+
+/** The stubs this module made, which cross again as themselves. */
+const stubs = new WeakSet<object>();
 
 /**
  * An `RpcTarget` as the receiver gets it (compared with Miniflare's workerd): a stub on which
@@ -248,7 +260,7 @@ function targetStub(target: object): unknown {
         read().then(resolve, reject),
     });
   };
-  return new Proxy(() => {}, {
+  const stub = new Proxy(() => {}, {
     get(_stub, key) {
       // Awaiting the stub itself gives the stub; disposing it is the caller's business.
       if (key === "then") return undefined;
@@ -258,6 +270,8 @@ function targetStub(target: object): unknown {
       return member(key);
     },
   });
+  stubs.add(stub);
+  return stub;
 }
 
 /** The value of an own data property; `NOT_PLAIN` for an accessor. */

@@ -13,10 +13,16 @@ type Callback<T> = (error: Error | null, value?: T) => void;
 const ENTROPY_MAX = 65_536;
 
 export function simulatedNodeCrypto(platform: object): object {
-  const fill = (view: ArrayBufferView, offset = 0, size?: number): void => {
-    const bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
-    const end = size === undefined ? bytes.length : offset + size;
-    for (let at = offset; at < end; at += ENTROPY_MAX) {
+  /** Fills `buffer` from `offset` for `size`, both counted in its elements, as Node counts them. */
+  const fill = (buffer: ArrayBufferView | ArrayBuffer, offset = 0, size?: number): void => {
+    const bytes = ArrayBuffer.isView(buffer)
+      ? new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength)
+      : new Uint8Array(buffer);
+    const element =
+      ArrayBuffer.isView(buffer) && "BYTES_PER_ELEMENT" in buffer ? (buffer.BYTES_PER_ELEMENT as number) : 1;
+    const from = offset * element;
+    const end = size === undefined ? bytes.length : from + size * element;
+    for (let at = from; at < end; at += ENTROPY_MAX) {
       crypto.getRandomValues(bytes.subarray(at, Math.min(end, at + ENTROPY_MAX)));
     }
   };
@@ -28,11 +34,11 @@ export function simulatedNodeCrypto(platform: object): object {
       if (callback) return later(callback, bytes);
       return bytes;
     },
-    randomFillSync<T extends ArrayBufferView>(buffer: T, offset = 0, size?: number): T {
+    randomFillSync<T extends ArrayBufferView | ArrayBuffer>(buffer: T, offset = 0, size?: number): T {
       fill(buffer, offset, size);
       return buffer;
     },
-    randomFill<T extends ArrayBufferView>(buffer: T, ...rest: unknown[]) {
+    randomFill<T extends ArrayBufferView | ArrayBuffer>(buffer: T, ...rest: unknown[]) {
       const callback = rest.pop() as Callback<T>;
       const [offset, size] = rest as [number | undefined, number | undefined];
       fill(buffer, offset ?? 0, size);

@@ -71,7 +71,11 @@ export function outboundFetch(run: RunContext, input: unknown, init: unknown): P
   }
   return invocation.effect(
     `fetch ${request.method} ${url.origin}${url.pathname}`,
-    () => untilAborted(answer(run, invocation.id, request, match), request.signal),
+    // A signal aborted after the call was made and before it went out stops it there.
+    () =>
+      request.signal.aborted
+        ? Promise.reject(request.signal.reason)
+        : untilAborted(answer(run, invocation.id, request, match), request.signal),
     // The scenario's outbound handlers are its functions, which may keep state between calls.
     {
       transient: () => Promise.reject(connectionLost()),

@@ -145,7 +145,9 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
 
   advanceClockTo(ms: number): void {
     const now = this.nowMs();
-    if (ms > now) this.skewMs += ms - now;
+    if (ms <= now) return;
+    this.skewMs += ms - now;
+    this.engine.setClockSkew(this.skewMs);
   }
 
   fetch(input: unknown, init: unknown): Promise<Response> {
@@ -223,7 +225,6 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private nextTimer(eligible: (owner: Invocation) => boolean = () => true): Timer | undefined {
     let next: Timer | undefined;
     for (const timer of this.timers.values()) {
-      this.cancelLateWaitUntil(timer);
       if (!timer.owner.live || timer.owner.finished) {
         this.clearTimer(timer.id);
         continue;
@@ -235,21 +236,25 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   }
 
   /**
-   * A timer due more than 30 s after its invocation answered belongs to `waitUntil` work the
-   * runtime has canceled by then ("cancellation will be delayed until the promise has completed
-   * or until an additional 30 seconds have elapsed, whichever happens first"): the invocation is
-   * finished, and its timers never fire.
+   * Whether firing `timer` comes too late: it is due more than 30 s after its invocation
+   * answered, when the runtime has canceled its `waitUntil` work ("cancellation will be delayed
+   * until the promise has completed or until an additional 30 seconds have elapsed, whichever
+   * happens first"). The invocation is then finished, its timers dropped, and nothing fires.
+   * Asked of the earliest timer only, so work due sooner has run.
    */
-  private cancelLateWaitUntil(timer: Timer): void {
+  private tooLate(timer: Timer): boolean {
     const { owner } = timer;
-    if (owner.endedAtMs === undefined || owner.finished || !owner.live) return;
-    if (timer.dueMs <= owner.endedAtMs + WAIT_UNTIL_AFTER_RESPONSE_MS) return;
+    if (owner.endedAtMs === undefined || owner.finished || !owner.live) return false;
+    if (timer.dueMs <= owner.endedAtMs + WAIT_UNTIL_AFTER_RESPONSE_MS) return false;
     owner.cancelWaitUntil();
+    for (const other of [...this.timers.values()]) if (other.owner === owner) this.clearTimer(other.id);
     this.trace(`${owner.id} waitUntil work canceled: the runtime allows it 30 s after the response`);
+    return true;
   }
 
   /** Fires `timer` as its invocation: the clock moves to its time, then its callback runs. */
   private fireTimer(timer: Timer): void {
+    if (this.tooLate(timer)) return;
     if (++this.timersFired > TIMERS_PER_RUN_MAX) {
       throw new SimulationError(
         `a run fired more than ${TIMERS_PER_RUN_MAX} timers (${timer.owner.id} set the last): ` +
