@@ -56,7 +56,7 @@ const TRANSIENT = {
 } as const;
 
 /** What `d1Footprint` answered, per engine (one per check), database and statement. */
-const footprints = new WeakMap<D1Engine, Map<string, FootprintEntry[]>>();
+const footprints = new WeakMap<D1Engine, Map<string, Map<string, FootprintEntry[]>>>();
 
 /** The session constraint a session starts from when given nothing (docs: "the default"). */
 const FIRST_UNCONSTRAINED = "first-unconstrained";
@@ -158,8 +158,11 @@ class Connection {
 
   /** Whether the statements may write: one writes a table, or what one touches is unknown. */
   private writes(statements: readonly string[]): boolean {
-    const footprint = this.footprint(statements);
-    return footprint.length === 0 || footprint.some((entry) => entry.write);
+    // Asked at every call's decision: it reads the remembered footprints, building nothing.
+    return statements.some((sql) => {
+      const footprint = this.statementFootprint(sql);
+      return footprint.length === 0 || footprint.some((entry) => entry.write);
+    });
   }
 
   /**
@@ -167,27 +170,37 @@ class Connection {
    * check); unknown (empty) if any of them is, and for no statements at all.
    */
   private footprint(statements: readonly string[]): FootprintEntry[] {
-    let known = footprints.get(this.engine);
-    if (!known) {
-      known = new Map();
-      footprints.set(this.engine, known);
-    }
     const entries: FootprintEntry[] = [];
     for (const sql of statements) {
-      const key = `${this.db}\u0000${sql}`;
-      let footprint = known.get(key);
-      if (!footprint) {
-        try {
-          footprint = this.engine.d1Footprint(this.db, sql);
-        } catch {
-          footprint = [];
-        }
-        known.set(key, footprint);
-      }
+      const footprint = this.statementFootprint(sql);
       if (footprint.length === 0) return [];
       entries.push(...footprint);
     }
     return entries;
+  }
+
+  /** What one statement touches, from the engine once per check, database and text. */
+  private statementFootprint(sql: string): readonly FootprintEntry[] {
+    let byDb = footprints.get(this.engine);
+    if (!byDb) {
+      byDb = new Map();
+      footprints.set(this.engine, byDb);
+    }
+    let known = byDb.get(this.db);
+    if (!known) {
+      known = new Map();
+      byDb.set(this.db, known);
+    }
+    let footprint = known.get(sql);
+    if (!footprint) {
+      try {
+        footprint = this.engine.d1Footprint(this.db, sql);
+      } catch {
+        footprint = [];
+      }
+      known.set(sql, footprint);
+    }
+    return footprint;
   }
 
   /**

@@ -185,11 +185,15 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   }
 
   /**
-   * Hands the oldest piece of outside work its result, once it has one, as the invocation that
-   * started it: one per macrotask turn, in the order they started, so that when and in what order
-   * the platform finished them never shows. Says whether there was one.
+   * One macrotask turn of quiescence, which drains the microtasks Worker code runs on; a failure
+   * of the simulation raised meanwhile ends the run. Then the oldest piece of outside work, once
+   * it has its result, is handed it as the invocation that started it: one per turn, in the
+   * order they started, so that when and in what order the platform finished them never shows.
+   * True when the turn handed some over (it does not count as one of the quiescence's turns).
    */
-  private async releaseOutside(): Promise<boolean> {
+  private async turn(): Promise<boolean> {
+    await new Promise((resolve) => real.setImmediate(resolve));
+    if (this.failure) throw this.failure;
     const work = this.outsideWork.shift();
     if (!work) return false;
     const { ok, value } = await work.settled;
@@ -485,9 +489,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private async settleInterleaved(eventsLeft: boolean): Promise<boolean> {
     let before = "";
     for (let turn = 0; turn < QUIESCENCE_TURNS_MAX; turn++) {
-      await new Promise((resolve) => real.setImmediate(resolve));
-      if (this.failure) throw this.failure;
-      if (this.outsideWork.length > 0 && (await this.releaseOutside())) {
+      if (await this.turn()) {
         turn--;
         continue;
       }
@@ -754,9 +756,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     for (;;) {
       let before = "";
       for (let turn = 0; turn < QUIESCENCE_TURNS_MAX; turn++) {
-        await new Promise((resolve) => real.setImmediate(resolve));
-        if (this.failure) throw this.failure;
-        if (this.outsideWork.length > 0 && (await this.releaseOutside())) {
+        if (await this.turn()) {
           turn--;
           continue;
         }
