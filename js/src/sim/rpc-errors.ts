@@ -52,28 +52,22 @@ function copied(error: unknown): Error {
   return standardError(error.name, error.message) ?? new Error(`${error.name}: ${error.message}`);
 }
 
-/** A new error of the standard type named `name`, if it names one: those cross as themselves. */
+/** The standard error types, which cross as themselves; others cross as `Error`. */
+const STANDARD_ERRORS: Readonly<Record<string, new (message: string) => Error>> = {
+  Error,
+  EvalError,
+  RangeError,
+  ReferenceError,
+  SyntaxError,
+  TypeError,
+  URIError,
+};
+
+/** A new error of the standard type named `name`, if it names one. */
 function standardError(name: string, message: string): Error | undefined {
-  switch (name) {
-    case "Error":
-      return new Error(message);
-    case "EvalError":
-      return new EvalError(message);
-    case "RangeError":
-      return new RangeError(message);
-    case "ReferenceError":
-      return new ReferenceError(message);
-    case "SyntaxError":
-      return new SyntaxError(message);
-    case "TypeError":
-      return new TypeError(message);
-    case "URIError":
-      return new URIError(message);
-    case "AggregateError":
-      return new AggregateError([], message);
-    default:
-      return undefined;
-  }
+  if (name === "AggregateError") return new AggregateError([], message);
+  const Standard = Object.hasOwn(STANDARD_ERRORS, name) ? STANDARD_ERRORS[name] : undefined;
+  return Standard ? new Standard(message) : undefined;
 }
 
 /** Whether `error`, from a Durable Object call, leaves the stub it came through broken. */
