@@ -6,14 +6,10 @@
 
 import { describe, expect, it } from "vitest";
 import { type CheckResult, check } from "../src/index.ts";
+import { violated } from "./verdict.ts";
 
 const example = (file: string) => new URL(`../../examples/service-binding/${file}`, import.meta.url).pathname;
 const fixture = (file: string) => new URL(`./fixtures/${file}`, import.meta.url).pathname;
-
-function violated(result: CheckResult): Extract<CheckResult, { verdict: "VIOLATED" }> {
-  if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
-  return result;
-}
 
 /** A result without the wall-clock time, which is the only thing allowed to differ. */
 function timeless(result: CheckResult): Omit<CheckResult, "elapsedMs"> {

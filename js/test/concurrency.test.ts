@@ -12,15 +12,11 @@ import { basename, dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { type CheckOptions, type CheckResult, check, renderReport } from "../src/index.ts";
 import { mergeResults } from "../src/merge.ts";
+import { violated } from "./verdict.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const example = (path: string) => `${root}examples/${path}`;
 const fixture = (path: string) => `${root}js/test/fixtures/concurrency/${path}`;
-
-function violated(result: CheckResult): Extract<CheckResult, { verdict: "VIOLATED" }> {
-  if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
-  return result;
-}
 
 /** The steps of a trace that ran in some invocation, in order: `req-2#1 effect #0 …`, `deliver …`. */
 function steps(trace: readonly string[]): string[] {

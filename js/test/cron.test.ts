@@ -5,14 +5,10 @@
 
 import { describe, expect, it } from "vitest";
 import { InputError } from "../src/errors.ts";
-import { type CheckResult, check } from "../src/index.ts";
+import { check } from "../src/index.ts";
+import { violated } from "./verdict.ts";
 
 const fixture = (file: string) => new URL(`./fixtures/cron/${file}`, import.meta.url).pathname;
-
-function violated(result: CheckResult): Extract<CheckResult, { verdict: "VIOLATED" }> {
-  if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
-  return result;
-}
 
 describe("cron with ctx.waitUntil", () => {
   it("finds the tick a crash in the waitUntil work leaves without its audit row", async () => {

@@ -5,14 +5,10 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { type CheckResult, check } from "../src/index.ts";
+import { check } from "../src/index.ts";
+import { violated } from "./verdict.ts";
 
 const example = (path: string) => new URL(`../../examples/durable-objects/${path}`, import.meta.url).pathname;
-
-function violated(result: CheckResult): Extract<CheckResult, { verdict: "VIOLATED" }> {
-  if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
-  return result;
-}
 
 describe("the durable-objects example", () => {
   it("finds the acknowledged visit a reset of the object loses", async () => {

@@ -6,14 +6,10 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { type CheckResult, check } from "../src/index.ts";
+import { check } from "../src/index.ts";
+import { violated } from "./verdict.ts";
 
 const example = (file: string) => new URL(`../../examples/kv/${file}`, import.meta.url).pathname;
-
-function violated(result: CheckResult): Extract<CheckResult, { verdict: "VIOLATED" }> {
-  if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
-  return result;
-}
 
 describe("the KV example", () => {
   it("finds a coupon redeemed twice after one stale KV read", async () => {

@@ -4,14 +4,10 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { type CheckResult, check } from "../src/index.ts";
+import { check } from "../src/index.ts";
+import { violated } from "./verdict.ts";
 
 const example = (path: string) => new URL(`../../examples/${path}`, import.meta.url).pathname;
-
-function violated(result: CheckResult): Extract<CheckResult, { verdict: "VIOLATED" }> {
-  if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
-  return result;
-}
 
 describe("the d1-transfer example", () => {
   it("finds money lost between the debit and the credit", async () => {

@@ -5,14 +5,10 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { type CheckResult, check } from "../src/index.ts";
+import { check } from "../src/index.ts";
+import { violated } from "./verdict.ts";
 
 const example = (file: string) => new URL(`../../examples/queues/${file}`, import.meta.url).pathname;
-
-function violated(result: CheckResult): Extract<CheckResult, { verdict: "VIOLATED" }> {
-  if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
-  return result;
-}
 
 describe("the queues example", () => {
   it("finds the double credit a lost acknowledgement causes", async () => {

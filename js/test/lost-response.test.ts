@@ -6,14 +6,10 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { type CheckResult, check, renderReport } from "../src/index.ts";
+import { check, renderReport } from "../src/index.ts";
+import { violated } from "./verdict.ts";
 
 const fixture = (path: string) => new URL(`./fixtures/${path}`, import.meta.url).pathname;
-
-function violated(result: CheckResult): Extract<CheckResult, { verdict: "VIOLATED" }> {
-  if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
-  return result;
-}
 
 describe("a lost response", () => {
   it("lets a D1 write commit and still fail it, so a retry of a plain INSERT records twice", async () => {

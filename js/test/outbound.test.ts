@@ -4,14 +4,10 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { type CheckResult, check, InputError } from "../src/index.ts";
+import { check, InputError } from "../src/index.ts";
+import { violated } from "./verdict.ts";
 
 const fixture = (file: string) => new URL(`./fixtures/outbound/${file}`, import.meta.url).pathname;
-
-function violated(result: CheckResult): Extract<CheckResult, { verdict: "VIOLATED" }> {
-  if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
-  return result;
-}
 
 describe("outbound fetch through check()", () => {
   it("makes each fetch one effect and explores a lost connection on it", async () => {

@@ -6,14 +6,10 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { type CheckResult, check } from "../src/index.ts";
+import { check } from "../src/index.ts";
+import { violated } from "./verdict.ts";
 
 const fixture = (file: string) => new URL(`./fixtures/platform-async/${file}`, import.meta.url).pathname;
-
-function violated(result: CheckResult): Extract<CheckResult, { verdict: "VIOLATED" }> {
-  if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
-  return result;
-}
 
 describe("a webhook that verifies an HMAC, hashes and gzips its body", () => {
   it("double-credits under one interleaving, found the same way every time", async () => {

@@ -7,14 +7,10 @@
 
 import { describe, expect, it } from "vitest";
 import { SimulationError } from "../src/errors.ts";
-import { type CheckResult, check, renderReport } from "../src/index.ts";
+import { check, renderReport } from "../src/index.ts";
+import { violated } from "./verdict.ts";
 
 const fixture = (file: string) => new URL(`./fixtures/timers/${file}`, import.meta.url).pathname;
-
-function violated(result: CheckResult): Extract<CheckResult, { verdict: "VIOLATED" }> {
-  if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
-  return result;
-}
 
 describe("timers on the run's clock", () => {
   it.each(["node", "workerd"] as const)(
