@@ -624,6 +624,53 @@ impl Databases {
     }
 }
 
+/// Bound parameters as the host sends them, one string: per value `n` (NULL), `i<integer>;`,
+/// `r<number>;` or `t<length>:<text>`, the length in UTF-16 units (JavaScript's `length`).
+/// JavaScript writes a number as the shortest decimal that reads back as the same number, so
+/// `r` gives the REAL it was. `None` if `encoded` is not that.
+pub fn decode_params(encoded: &str) -> Option<Vec<Value>> {
+    let bytes = encoded.as_bytes();
+    let mut values = Vec::new();
+    let mut at = 0;
+    while let Some(&tag) = bytes.get(at) {
+        at += 1;
+        let until = |at: usize, end: u8| bytes[at..].iter().position(|&b| b == end).map(|n| at + n);
+        match tag {
+            b'n' => values.push(Value::Null),
+            b'i' | b'r' => {
+                let end = until(at, b';')?;
+                let number = &encoded[at..end];
+                values.push(if tag == b'i' {
+                    Value::Integer(number.parse().ok()?)
+                } else {
+                    Value::Real(number.parse().ok()?)
+                });
+                at = end + 1;
+            }
+            b't' => {
+                let colon = until(at, b':')?;
+                let units: usize = encoded[at..colon].parse().ok()?;
+                let start = colon + 1;
+                let mut end = start;
+                let mut counted = 0;
+                let mut chars = encoded[start..].chars();
+                while counted < units {
+                    let c = chars.next()?;
+                    counted += c.len_utf16();
+                    end += c.len_utf8();
+                }
+                if counted != units {
+                    return None;
+                }
+                values.push(Value::Text(encoded[start..end].to_owned()));
+                at = end;
+            }
+            _ => return None,
+        }
+    }
+    Some(values)
+}
+
 /// Whether the schema mentions rolling back or deferring (see `Database::rollback_safe`).
 fn schema_needs_own_transactions(connection: &Connection) -> rusqlite::Result<bool> {
     let mut statement =
@@ -864,6 +911,36 @@ mod tests {
             .run("payments/DB", "SELECT COUNT(*) FROM charges", &[])
             .unwrap();
         result.rows[0][0].clone()
+    }
+
+    #[test]
+    fn decodes_the_parameters_the_host_encodes() {
+        let values = decode_params("nt3:o-1i-42;r0.1;r1e+21;t0:i9007199254740992;").unwrap();
+        assert_eq!(
+            values,
+            vec![
+                Value::Null,
+                Value::Text("o-1".into()),
+                Value::Integer(-42),
+                Value::Real(0.1),
+                Value::Real(1e21),
+                Value::Text(String::new()),
+                Value::Integer(9_007_199_254_740_992),
+            ]
+        );
+        // Lengths count UTF-16 units: "é" is one, "𝄞" two; a text may hold the tags themselves.
+        assert_eq!(
+            decode_params("t6:é𝄞;:nt1:x").unwrap(),
+            vec![Value::Text("é𝄞;:n".into()), Value::Text("x".into())]
+        );
+        assert_eq!(decode_params("").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn refuses_what_the_host_does_not_encode() {
+        for encoded in ["x", "i12", "t4:abc", "t:a", "r1.5", "iabc;", "t2:𝄞x"] {
+            assert_eq!(decode_params(encoded), None, "{encoded}");
+        }
     }
 
     #[test]

@@ -10,18 +10,42 @@ use wasm_bindgen::prelude::*;
 
 use crate::check::{Check, Traced};
 use crate::config::CheckConfig;
-use crate::d1::{RawResult, Statement, Value};
+use crate::d1::{self, RawResult, Statement, Value};
 use crate::error::Error;
 use crate::invariant::Violation;
 use crate::strategy::{Access, StepOption};
 use crate::verdict::Verdict;
 
 // A D1 result object made in one call: setting its eight fields one by one from Rust costs more
-// than the statement itself.
-#[wasm_bindgen(
-    inline_js = "export function d1Result(columns, rows, changes, lastRowId, rowsRead, rowsWritten, sizeAfter, changedDb) { return { columns, rows, changes, lastRowId, rowsRead, rowsWritten, sizeAfter, changedDb }; }"
-)]
+// than the statement itself. Parameters cross the other way as one string (see `decode_params`):
+// asking JavaScript for each value's type and contents costs two or three calls a value.
+#[wasm_bindgen(inline_js = r#"
+export function d1Result(columns, rows, changes, lastRowId, rowsRead, rowsWritten, sizeAfter, changedDb) {
+  return { columns, rows, changes, lastRowId, rowsRead, rowsWritten, sizeAfter, changedDb };
+}
+export function encodeParams(params) {
+  let out = "";
+  for (let i = 0; i < params.length; i++) {
+    const v = params[i];
+    if (v === null || v === undefined) out += "n";
+    else if (typeof v === "string") out += "t" + v.length + ":" + v;
+    else if (typeof v === "number") {
+      if (Number.isInteger(v) && Math.abs(v) <= 9007199254740992) out += "i" + v + ";";
+      else if (Number.isFinite(v)) out += "r" + v + ";";
+      else return undefined;
+    } else if (typeof v === "boolean") out += v ? "i1;" : "i0;";
+    else return undefined;
+  }
+  return out;
+}
+"#)]
 extern "C" {
+    /// `params` as one string: per value `n` (null), `i<integer>;`, `r<number>;` or
+    /// `t<UTF-16 length>:<text>`; `undefined` when one is of another kind (bytes, a non-finite
+    /// number, an object), which `value_from_js` converts or refuses one by one.
+    #[wasm_bindgen(js_name = encodeParams)]
+    fn encode_params(params: &Array) -> Option<String>;
+
     #[wasm_bindgen(js_name = d1Result)]
     #[allow(clippy::too_many_arguments)]
     fn d1_result(
@@ -392,6 +416,9 @@ fn values_from_js(params: &JsValue) -> Result<Vec<Value>, JsError> {
     let Some(array) = params.dyn_ref::<Array>() else {
         return Err(JsError::new("D1 parameters must be an array"));
     };
+    if let Some(values) = encode_params(array).as_deref().and_then(d1::decode_params) {
+        return Ok(values);
+    }
     array.iter().map(|v| value_from_js(&v)).collect()
 }
 
