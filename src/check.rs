@@ -55,11 +55,22 @@ pub enum Phase {
     Replay,
 }
 
-/// Whether a D1 statement shows in the run's trace.
+/// Whether a D1 statement shows in the run's trace. Those that do are a Worker's (a D1
+/// binding's, a Durable Object's SQL); those that do not are the host's bookkeeping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Traced {
     Yes,
     No,
+}
+
+impl Traced {
+    /// Whose statement it is, for what D1 lets it do (see `authorize.rs`).
+    fn source(self) -> d1::Source {
+        match self {
+            Traced::Yes => d1::Source::Worker,
+            Traced::No => d1::Source::Engine,
+        }
+    }
 }
 
 /// What the engine answers at the start of a run.
@@ -661,7 +672,7 @@ impl Check {
         traced: Traced,
     ) -> Result<RawResult> {
         d1::set_now_ms(self.sql_now_ms());
-        let result = self.databases.run(db, sql, params);
+        let result = self.databases.run_as(db, sql, params, traced.source());
         self.fingerprint_statement(db, sql, params, result.as_ref().map_err(|_| ()));
         if traced == Traced::No {
             return result;
@@ -692,7 +703,7 @@ impl Check {
         traced: Traced,
     ) -> Result<Vec<RawResult>> {
         d1::set_now_ms(self.sql_now_ms());
-        let result = self.databases.batch(db, statements);
+        let result = self.databases.batch_as(db, statements, traced.source());
         for (i, statement) in statements.iter().enumerate() {
             let outcome = match &result {
                 Ok(results) => results.get(i).ok_or(()),
@@ -724,7 +735,7 @@ impl Check {
     /// `d1_exec`, traced or not (see `d1_run_as`).
     pub fn d1_exec_as(&mut self, db: &str, sql: &str, traced: Traced) -> Result<u64> {
         d1::set_now_ms(self.sql_now_ms());
-        let result = self.databases.exec(db, sql);
+        let result = self.databases.exec_as(db, sql, traced.source());
         self.run.fingerprint_bytes(db.as_bytes());
         self.run.fingerprint_bytes(sql.as_bytes());
         self.run

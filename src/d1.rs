@@ -25,13 +25,14 @@
 //! Results are raw: columns, rows and counters. The host shapes them as Cloudflare's D1
 //! binding does (`results`, `meta`) and prefixes errors with `D1_ERROR: `.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
 use rusqlite::fallible_iterator::FallibleIterator;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Batch, Connection, ToSql, MAIN_DB};
 
+use crate::authorize;
 use crate::error::{Error, Result};
 
 use std::cell::Cell;
@@ -284,7 +285,21 @@ struct Database {
     /// Whether the current run executes inside the outer transaction `restore` rolls back.
     in_run_transaction: bool,
     size: SizeCache,
+    /// The Worker statements `authorize` let run on this connection, so each is judged once.
+    allowed: HashSet<String>,
 }
+
+/// Whose SQL a statement is: a Worker's, which runs as D1 (or a Durable Object's SQL storage)
+/// runs it, or the engine's and the host's own (restoring, bookkeeping, invariants).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Worker,
+    Engine,
+}
+
+/// Worker statements remembered as allowed per connection; past this many the memory starts over
+/// (SQL built with its values in it is a new text every time).
+const ALLOWED_MAX: usize = 4096;
 
 /// What `size_after` needs, kept between statements: SQLite prepares a `PRAGMA` afresh every
 /// time it runs, which costs more than most statements, so the size is read again only after a
@@ -327,13 +342,39 @@ impl Database {
             rollback_safe: false,
             in_run_transaction: false,
             size: SizeCache::default(),
+            allowed: HashSet::new(),
         }
+    }
+
+    /// Refuses a Worker's statement as workerd does (see `authorize.rs`), judging each text once.
+    fn authorize(&mut self, sql: &str) -> Result<()> {
+        if self.allowed.contains(sql) {
+            return Ok(());
+        }
+        let refused = authorize::judge(&self.connection, sql)
+            .map_err(|e| Error::new(format!("cannot judge a statement: {e}")))?;
+        if let Some(message) = refused {
+            return Err(Error::new(message));
+        }
+        // SQLite applies `PRAGMA foreign_keys = …` as it prepares it, outside a transaction:
+        // judging it there must not turn the checks off, which D1 never lets a Worker do.
+        if self.connection.is_autocommit()
+            && authorize::first_word(sql).eq_ignore_ascii_case("pragma")
+        {
+            enforce_foreign_keys(&self.connection)
+                .map_err(|e| Error::new(format!("cannot enforce foreign keys: {e}")))?;
+        }
+        if self.allowed.len() >= ALLOWED_MAX {
+            self.allowed.clear();
+        }
+        self.allowed.insert(sql.to_string());
+        Ok(())
     }
 
     /// Called before the run's SQL: SQL that could end the run's transaction or depends on
     /// being outside one commits it first, so that it behaves exactly as in a connection of
     /// its own; the next `restore` then reloads the snapshot.
-    fn before(&mut self, sql: &str) -> Result<()> {
+    fn before(&mut self, sql: &str) -> Result<bool> {
         let outside = steps_outside(sql);
         if outside {
             // A pragma may change the page size.
@@ -344,7 +385,7 @@ impl Database {
             execute_cached(&self.connection, "COMMIT")
                 .map_err(|e| Error::new(format!("cannot leave the run's transaction: {e}")))?;
         }
-        Ok(())
+        Ok(outside)
     }
 
     /// Called after the run's SQL: SQLite may end a transaction by itself (some errors roll it
@@ -377,8 +418,10 @@ impl Database {
                 .deserialize_read_exact(MAIN_DB, &snapshot[..], snapshot.len(), false)
                 .map_err(cannot)?;
             connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
+            enforce_foreign_keys(&connection).map_err(cannot)?;
             self.connection = connection;
             self.size = SizeCache::default();
+            self.allowed.clear();
         }
         if self.rollback_safe {
             execute_cached(&self.connection, "BEGIN").map_err(cannot)?;
@@ -437,6 +480,12 @@ pub fn one_line(sql: &str) -> String {
     sql.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// D1 and a Durable Object's SQL storage enforce foreign keys (D1's docs: "by default, as if
+/// `PRAGMA foreign_keys = on`"). Outside a transaction only: inside one the pragma does nothing.
+fn enforce_foreign_keys(connection: &Connection) -> rusqlite::Result<()> {
+    connection.execute_batch("PRAGMA foreign_keys = ON")
+}
+
 fn execute_cached(connection: &Connection, sql: &str) -> rusqlite::Result<()> {
     connection.prepare_cached(sql)?.execute([]).map(|_| ())
 }
@@ -475,6 +524,7 @@ impl Databases {
         connection
             .execute_batch("PRAGMA page_size = 4096")
             .map_err(cannot)?;
+        enforce_foreign_keys(&connection).map_err(cannot)?;
         self.databases
             .insert(name.to_string(), Database::new(connection, None));
         Ok(())
@@ -491,7 +541,7 @@ impl Databases {
             )));
         }
         let connection = &database.connection;
-        run_script(connection, sql)
+        run_script(connection, sql, false)
             .map(|_| ())
             .map_err(|(statement, e)| {
                 let message = match &e {
@@ -572,24 +622,67 @@ impl Databases {
         crate::footprint::footprint(&self.database(name)?.connection, name, sql)
     }
 
-    /// Runs one statement. Errors read as D1 shows them after `D1_ERROR: `.
+    /// Runs one of the engine's own statements. Errors read as D1 shows them after `D1_ERROR: `.
     pub fn run(&mut self, name: &str, sql: &str, params: &[Value]) -> Result<RawResult> {
+        self.run_as(name, sql, params, Source::Engine)
+    }
+
+    /// Runs one statement of `source`. A Worker's is judged first, and a pragma of its runs in
+    /// a transaction of its own, as D1 runs every query: `PRAGMA foreign_keys = off` changes
+    /// nothing there, and `defer_foreign_keys` lasts the statement.
+    pub fn run_as(
+        &mut self,
+        name: &str,
+        sql: &str,
+        params: &[Value],
+        source: Source,
+    ) -> Result<RawResult> {
         let database = self.database_mut(name)?;
-        database.before(sql)?;
-        let result = run_statement(&database.connection, sql, params, &mut database.size);
+        if source == Source::Worker {
+            database.authorize(sql)?;
+        }
+        let outside = database.before(sql)?;
+        let own = source == Source::Worker && outside && database.connection.is_autocommit();
+        if own {
+            execute_cached(&database.connection, "BEGIN").map_err(|e| Error::new(e.to_string()))?;
+        }
+        let mut result = run_statement(&database.connection, sql, params, &mut database.size);
+        if own && !database.connection.is_autocommit() {
+            let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+            if let Err(e) = execute_cached(&database.connection, end) {
+                result = result.and(Err(StatementError::Sqlite(e)));
+            }
+        }
         database.after();
         result.map_err(|e| Error::new(d1_message(&e)))
     }
 
-    /// Runs statements as one transaction: the first error rolls all of them back, and the
-    /// message says which statement failed, counting from 1.
+    /// Runs the engine's statements as one transaction (see `batch_as`).
     pub fn batch(&mut self, name: &str, statements: &[Statement]) -> Result<Vec<RawResult>> {
+        self.batch_as(name, statements, Source::Engine)
+    }
+
+    /// Runs statements as one transaction: the first error rolls all of them back, and the
+    /// message says which statement failed, counting from 1. A Worker's are judged first.
+    pub fn batch_as(
+        &mut self,
+        name: &str,
+        statements: &[Statement],
+        source: Source,
+    ) -> Result<Vec<RawResult>> {
         if statements.len() > STATEMENTS_MAX {
             return Err(Error::new(format!(
                 "a batch may hold at most {STATEMENTS_MAX} statements"
             )));
         }
         let database = self.database_mut(name)?;
+        if source == Source::Worker {
+            for (index, statement) in statements.iter().enumerate() {
+                database
+                    .authorize(&statement.sql)
+                    .map_err(|e| Error::new(format!("statement {}: {e}", index + 1)))?;
+            }
+        }
         for statement in statements {
             database.before(&statement.sql)?;
         }
@@ -598,16 +691,50 @@ impl Databases {
         result
     }
 
-    /// Runs a script of statements without a transaction, as D1's `exec` does, and returns how
-    /// many ran.
+    /// Runs a script of the engine's own (see `exec_as`).
     pub fn exec(&mut self, name: &str, sql: &str) -> Result<u64> {
+        self.exec_as(name, sql, Source::Engine)
+    }
+
+    /// Runs a script of statements without a transaction, as D1's `exec` does, and returns how
+    /// many ran. A Worker's statements are judged as each is prepared, and a script of its that
+    /// steps outside the run's transaction runs in a transaction of its own.
+    pub fn exec_as(&mut self, name: &str, sql: &str, source: Source) -> Result<u64> {
         let database = self.database_mut(name)?;
-        database.before(sql)?;
-        let result = run_script(&database.connection, sql);
+        let worker = source == Source::Worker;
+        let outside = database.before(sql)?;
+        let own = worker && outside && database.connection.is_autocommit();
+        let refused = authorize::Refused::default();
+        let connection = &database.connection;
+        let judging = |on: bool| {
+            if on {
+                authorize::install(connection, &refused)
+            } else {
+                authorize::uninstall(connection)
+            }
+            .map_err(|e| Error::new(format!("cannot judge a statement: {e}")))
+        };
+        if own {
+            execute_cached(connection, "BEGIN").map_err(|e| Error::new(e.to_string()))?;
+        }
+        if worker {
+            judging(true)?;
+        }
+        let mut result = run_script(connection, sql, worker);
+        if worker {
+            judging(false)?;
+        }
+        if own && !connection.is_autocommit() {
+            let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+            if let Err(e) = execute_cached(connection, end) {
+                result = result.and(Err((0, StatementError::Sqlite(e))));
+            }
+        }
         database.size.bytes = None;
         database.after();
         result.map_err(|(statement, e)| {
-            Error::new(format!("statement {statement}: {}", d1_message(&e)))
+            let message = authorize::take(&refused).map_or_else(|| d1_message(&e), str::to_string);
+            Error::new(format!("statement {statement}: {message}"))
         })
     }
 
@@ -759,6 +886,13 @@ fn run_statement(
         statement.raw_bind_parameter(index + 1, value)?;
     }
     let readonly = statement.readonly();
+    // A statement may change the schema and no row (`CREATE`, `DROP`, `ALTER`): D1 says it
+    // changed the database only if the schema did (`CREATE TABLE IF NOT EXISTS` may not).
+    let schema_before = if readonly || !changes_schema(sql) {
+        None
+    } else {
+        Some(schema_version(connection)?)
+    };
     let total_changes_before = connection.total_changes();
     let mut rows: Vec<Vec<Value>> = Vec::new();
     {
@@ -784,10 +918,14 @@ fn run_statement(
         .iter()
         .map(|c| c.to_string())
         .collect();
-    // sqlite3_changes keeps the count of the last INSERT, UPDATE or DELETE, even after a
-    // SELECT or DDL statement; only trust it when this statement changed rows.
-    let changed = connection.total_changes() != total_changes_before;
-    let changes = if changed { connection.changes() } else { 0 };
+    // D1 counts the rows triggers and foreign key actions changed too: the connection's total
+    // before and after, not sqlite3_changes (the statement's own rows, kept after a SELECT).
+    let changes = connection.total_changes() - total_changes_before;
+    let changed = changes > 0;
+    let schema_changed = match schema_before {
+        Some(before) => schema_version(connection)? != before,
+        None => false,
+    };
     let rows_returned = rows.len() as u64;
     Ok(RawResult {
         columns,
@@ -797,14 +935,28 @@ fn run_statement(
         rows_read: rows_returned + changes,
         rows_written: changes,
         size_after: size.after(connection, readonly && !changed)?,
-        changed_db: changed || !readonly,
+        changed_db: changed || schema_changed,
     })
+}
+
+/// Whether a statement is one that changes the schema, by its first word.
+fn changes_schema(sql: &str) -> bool {
+    let word = authorize::first_word(sql);
+    ["create", "drop", "alter"]
+        .iter()
+        .any(|w| word.eq_ignore_ascii_case(w))
+}
+
+/// SQLite's schema cookie, which every change of the schema bumps.
+fn schema_version(connection: &Connection) -> rusqlite::Result<i64> {
+    connection.query_row("PRAGMA schema_version", [], |row| row.get(0))
 }
 
 /// Runs every statement of `sql`; on error returns the failing statement's number, from 1.
 fn run_script(
     connection: &Connection,
     sql: &str,
+    worker: bool,
 ) -> std::result::Result<u64, (u64, StatementError)> {
     let mut batch = Batch::new(connection, sql);
     let mut count: u64 = 0;
@@ -816,6 +968,14 @@ fn run_script(
         count += 1;
         if count > STATEMENTS_MAX as u64 {
             let message = format!("a script may hold at most {STATEMENTS_MAX} statements");
+            return Err((count, StatementError::Message(message)));
+        }
+        if worker
+            && statement
+                .expanded_sql()
+                .is_some_and(|text| authorize::first_word(&text).eq_ignore_ascii_case("vacuum"))
+        {
+            let message = authorize::VACUUM_REFUSED.to_string();
             return Err((count, StatementError::Message(message)));
         }
         let mut rows = statement.raw_query();
@@ -1081,6 +1241,137 @@ mod tests {
         assert_eq!(select.changes, 0);
         assert_eq!(select.rows_read, 1);
         assert!(!select.changed_db);
+    }
+
+    /// A database with a parent and a child table, the child's rows going with their parent.
+    fn families() -> Databases {
+        let mut databases = Databases::new();
+        databases.open("DB").unwrap();
+        databases
+            .setup(
+                "DB",
+                "CREATE TABLE p (id INTEGER PRIMARY KEY);\n\
+                 CREATE TABLE c (id INTEGER PRIMARY KEY, \
+                 pid INTEGER REFERENCES p(id) ON DELETE CASCADE);\n\
+                 INSERT INTO p (id) VALUES (1);\n\
+                 INSERT INTO c (id, pid) VALUES (1, 1);",
+            )
+            .unwrap();
+        databases.seal().unwrap();
+        databases.restore().unwrap();
+        databases
+    }
+
+    fn worker(databases: &mut Databases, sql: &str) -> Result<RawResult> {
+        databases.run_as("DB", sql, &[], Source::Worker)
+    }
+
+    fn children(databases: &mut Databases) -> Value {
+        let result = databases.run("DB", "SELECT COUNT(*) FROM c", &[]).unwrap();
+        result.rows[0][0].clone()
+    }
+
+    #[test]
+    fn enforces_foreign_keys_as_d1_does() {
+        let mut databases = families();
+        let orphan = worker(&mut databases, "INSERT INTO c (id, pid) VALUES (2, 99)");
+        assert_eq!(
+            orphan.unwrap_err().to_string(),
+            "FOREIGN KEY constraint failed: SQLITE_CONSTRAINT"
+        );
+        // D1 counts the child row the cascade deleted.
+        let deleted = worker(&mut databases, "DELETE FROM p WHERE id = 1").unwrap();
+        assert_eq!((deleted.changes, deleted.rows_written), (2, 2));
+        assert_eq!(children(&mut databases), Value::Integer(0));
+        // A pragma steps out of the run's transaction, so the next run starts from a fresh
+        // connection: foreign keys hold there too, and turning them off changes nothing.
+        worker(&mut databases, "PRAGMA foreign_keys = off").unwrap();
+        databases.restore().unwrap();
+        assert_eq!(children(&mut databases), Value::Integer(1));
+        worker(&mut databases, "PRAGMA foreign_keys = off").unwrap();
+        let on = worker(&mut databases, "PRAGMA foreign_keys").unwrap();
+        assert_eq!(on.rows, vec![vec![Value::Integer(1)]]);
+        // Outside the run's transaction (the pragma left it) judging one does not turn them off.
+        worker(&mut databases, "PRAGMA foreign_keys = 0").unwrap();
+        let on = worker(&mut databases, "PRAGMA foreign_keys").unwrap();
+        assert_eq!(on.rows, vec![vec![Value::Integer(1)]]);
+        let orphan = worker(&mut databases, "INSERT INTO c (id, pid) VALUES (3, 99)");
+        assert!(orphan.is_err());
+    }
+
+    #[test]
+    fn refuses_a_workers_transaction_and_keeps_the_run() {
+        let mut databases = families();
+        worker(&mut databases, "DELETE FROM c").unwrap();
+        for sql in ["BEGIN", "COMMIT", "SAVEPOINT s", "ROLLBACK"] {
+            let refused = worker(&mut databases, sql).unwrap_err().to_string();
+            assert!(
+                refused.starts_with("To execute a transaction"),
+                "{sql}: {refused}"
+            );
+        }
+        assert_eq!(
+            worker(&mut databases, "ATTACH DATABASE ':memory:' AS x")
+                .unwrap_err()
+                .to_string(),
+            "not authorized: SQLITE_AUTH"
+        );
+        assert_eq!(
+            worker(&mut databases, "VACUUM").unwrap_err().to_string(),
+            "cannot VACUUM from within a transaction: SQLITE_ERROR"
+        );
+        let batch = databases.batch_as(
+            "DB",
+            &[
+                Statement {
+                    sql: "DELETE FROM p".into(),
+                    params: vec![],
+                },
+                Statement {
+                    sql: "BEGIN".into(),
+                    params: vec![],
+                },
+            ],
+            Source::Worker,
+        );
+        assert!(batch
+            .unwrap_err()
+            .to_string()
+            .starts_with("statement 2: To execute a transaction"));
+        let exec = databases.exec_as(
+            "DB",
+            "DELETE FROM p; ATTACH ':memory:' AS x",
+            Source::Worker,
+        );
+        assert_eq!(
+            exec.unwrap_err().to_string(),
+            "statement 2: not authorized: SQLITE_AUTH"
+        );
+        // The engine's own statements are not judged, and the next run starts over.
+        databases.run("DB", "PRAGMA page_count", &[]).unwrap();
+        databases.restore().unwrap();
+        assert_eq!(children(&mut databases), Value::Integer(1));
+    }
+
+    #[test]
+    fn says_the_database_changed_only_when_it_did() {
+        let mut databases = families();
+        let changed =
+            |databases: &mut Databases, sql: &str| worker(databases, sql).unwrap().changed_db;
+        assert!(!changed(
+            &mut databases,
+            "INSERT OR IGNORE INTO p (id) VALUES (1)"
+        ));
+        assert!(!changed(
+            &mut databases,
+            "UPDATE p SET id = 5 WHERE id = 1000"
+        ));
+        assert!(changed(&mut databases, "INSERT INTO p (id) VALUES (2)"));
+        assert!(changed(&mut databases, "UPDATE p SET id = 5 WHERE id = 2"));
+        assert!(changed(&mut databases, "CREATE TABLE z (a)"));
+        assert!(!changed(&mut databases, "CREATE TABLE IF NOT EXISTS z (a)"));
+        assert!(changed(&mut databases, "DROP TABLE z"));
+        assert!(!changed(&mut databases, "SELECT * FROM p"));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! state machine; `wasm` is the only module that knows about JavaScript, so everything else is
 //! tested natively with `cargo test`.
 
+pub mod authorize;
 pub mod check;
 pub mod config;
 pub mod d1;

@@ -567,6 +567,27 @@ describe("Durable Object SQL storage fidelity against Miniflare", () => {
     expect(outcomes[5]).toMatchObject({ name: "Error", sync: true });
   });
 
+  it("enforces foreign keys and refuses what workerd's authorizer refuses, alike", async () => {
+    const outcomes = await same([
+      sql("CREATE TABLE p (id INTEGER PRIMARY KEY)", "none"),
+      sql("CREATE TABLE c (id INTEGER PRIMARY KEY, pid INTEGER REFERENCES p(id) ON DELETE CASCADE)", "none"),
+      sql("PRAGMA foreign_keys"),
+      sql("INSERT INTO c VALUES (1, 99)", "none"),
+      sql("INSERT INTO p VALUES (1); INSERT INTO c VALUES (2, 1); DELETE FROM p", "none"),
+      sql("SELECT count(*) AS n FROM c", "one"),
+      sql("PRAGMA foreign_keys = off", "none"),
+      sql("PRAGMA foreign_keys"),
+      sql("PRAGMA journal_mode"),
+      sql("PRAGMA table_info(p)"),
+      sql("CREATE TEMP TABLE t (a)", "none"),
+      sql("ATTACH DATABASE ':memory:' AS x", "none"),
+      sql("VACUUM", "none"),
+    ]);
+    // What a user would check: the orphan is refused and the parent's rows went with it.
+    expect(outcomes[3]).toMatchObject({ error: expect.stringMatching(/^FOREIGN KEY constraint failed/) });
+    expect(outcomes[5]?.value).toMatchObject({ rows: { n: 0 } });
+  });
+
   it("SQL error details the engine does not report: the offset of a syntax error, a constraint's extended code", async () => {
     // docs/fidelity.md, "Durable Object storage". workerd adds both to SQLite's message.
     const ops = [

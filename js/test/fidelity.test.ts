@@ -505,6 +505,67 @@ describe("D1 fidelity against Miniflare", () => {
     });
   });
 
+  it("enforces foreign keys and refuses what D1's authorizer refuses, alike", async () => {
+    const FAMILIES = [
+      "CREATE TABLE p (id INTEGER PRIMARY KEY)",
+      "CREATE TABLE c (id INTEGER PRIMARY KEY, pid INTEGER REFERENCES p(id) ON DELETE CASCADE)",
+    ];
+    const outcomes = await sameD1([
+      ...FAMILIES.map((sql) => ({ op: "run", sql })),
+      { op: "all", sql: "PRAGMA foreign_keys" },
+      { op: "run", sql: "INSERT INTO c (id, pid) VALUES (1, 99)" },
+      { op: "run", sql: "INSERT INTO p (id) VALUES (1)" },
+      { op: "run", sql: "INSERT INTO c (id, pid) VALUES (2, 1)" },
+      { op: "run", sql: "DELETE FROM p WHERE id = 1" },
+      { op: "first", sql: "SELECT count(*) AS n FROM c", column: "n" },
+      { op: "run", sql: "PRAGMA foreign_keys = off" },
+      { op: "all", sql: "PRAGMA foreign_keys" },
+      {
+        op: "batch",
+        statements: [
+          { sql: "INSERT INTO c (id, pid) VALUES (3, 7)" },
+          { sql: "INSERT INTO p (id) VALUES (7)" },
+        ],
+      },
+      {
+        op: "batch",
+        statements: [
+          { sql: "PRAGMA defer_foreign_keys = true" },
+          { sql: "INSERT INTO c (id, pid) VALUES (3, 7)" },
+          { sql: "INSERT INTO p (id) VALUES (7)" },
+        ],
+      },
+      ...["BEGIN TRANSACTION", "COMMIT", "SAVEPOINT s", "RELEASE s", "ROLLBACK", "END"].map((sql) => ({
+        op: "run",
+        sql,
+      })),
+      { op: "batch", statements: [{ sql: "INSERT INTO p (id) VALUES (8)" }, { sql: "BEGIN" }] },
+      { op: "run", sql: "ATTACH DATABASE ':memory:' AS x" },
+      { op: "run", sql: "CREATE TEMP TABLE t (a)" },
+      { op: "all", sql: "PRAGMA journal_mode" },
+      { op: "run", sql: "PRAGMA user_version = 3" },
+      { op: "all", sql: "PRAGMA table_info(p)" },
+      { op: "run", sql: "VACUUM" },
+      { op: "exec", sql: "BEGIN" },
+      { op: "run", sql: "INSERT OR IGNORE INTO p (id) VALUES (7)" },
+      { op: "run", sql: "UPDATE p SET id = 10 WHERE id = 1000" },
+      { op: "run", sql: "CREATE TABLE IF NOT EXISTS p (id)" },
+      { op: "run", sql: "CREATE TABLE z (a)" },
+      { op: "run", sql: "DROP TABLE z" },
+      { op: "all", sql: "SELECT id FROM p ORDER BY id" },
+    ]);
+    // What a user would check: an orphan is refused, a parent's rows go with it, and a
+    // transaction statement gets D1's advice instead of running.
+    expect(outcomes[3]).toMatchObject({
+      error: expect.stringMatching(/^D1_ERROR: FOREIGN KEY constraint failed/),
+    });
+    expect(outcomes[7]?.value).toBe(0);
+    expect(outcomes[12]).toMatchObject({
+      error: expect.stringMatching(/^D1_ERROR: To execute a transaction/),
+    });
+    expect(outcomes.at(-1)?.value).toMatchObject({ results: [{ id: 7 }] });
+  });
+
   it("runs a batch as one transaction, rolled back when a statement fails", async () => {
     const outcomes = await sameD1([
       { op: "run", sql: USERS },
