@@ -120,8 +120,19 @@ export interface FinalState {
   durableObjectStorage(binding: string, name: string, key: string): unknown;
   /** Messages still waiting in a queue (bodies), and those dead-lettered. */
   queue(name: string): unknown[];
-  /** What every client got: one entry per delivery (status 0 when it got no answer). */
-  readonly responses: readonly { event: string; delivery: number; status: number; body: string }[];
+  /**
+   * What every client got: one entry per delivery (status 0 when it got no answer).
+   * `unfinished`: the delivery got no answer and the client had retries left, but the check's
+   * bounds (`maxRedeliveries`, or a schedule the shrinker cut down) allowed no resend, so
+   * whether the client would have got its answer is not known.
+   */
+  readonly responses: readonly {
+    event: string;
+    delivery: number;
+    status: number;
+    body: string;
+    unfinished?: true;
+  }[];
 }
 
 /** A custom invariant: returns true when it holds, or a message saying what is wrong. */

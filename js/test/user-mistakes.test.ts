@@ -59,14 +59,28 @@ describe("a scenario's mistakes in a custom invariant", () => {
     );
     expect(error).toBeInstanceOf(InputError);
     expect((error as InputError).problem).toMatch(
-      /^an invariant reads durableObject binding ROOMS, which the scenario does not have; no Worker binds durableObject in \S*wrangler\.jsonc$/,
+      /^invariant i: it reads durableObject binding ROOMS, which the scenario does not have; no Worker binds durableObject in \S*wrangler\.jsonc$/,
     );
   });
 
   it("running SQL that does not parse", async () => {
     const error = await failure(scenario(ok, '(s) => s.d1("DB", "SELEC 1").length === 0'));
     expect(error).toBeInstanceOf(InputError);
-    expect((error as InputError).problem).toMatch(/^an invariant's query on DB failed: .*syntax error/);
+    expect((error as InputError).problem).toMatch(/^invariant i: its query on DB failed: .*syntax error/);
+  });
+
+  it("returning something other than true or a message", async () => {
+    for (const [check, returned] of [
+      ["() => false", "false"],
+      ["() => { 1; }", "undefined"],
+      ["() => ({ ok: true })", "an object"],
+    ] as const) {
+      const error = await failure(scenario(ok, check));
+      expect(error).toBeInstanceOf(InputError);
+      expect((error as InputError).problem).toBe(
+        `invariant i returned ${returned}: return true when it holds, or a message saying what broke`,
+      );
+    }
   });
 
   it("returning a Promise", async () => {

@@ -58,8 +58,11 @@ async function deliverRequest(
       run.respond({ event: id, delivery, status: 500, body: "" });
       return;
     }
-    run.respond({ event: id, delivery, status: 0, body: "" });
-    if (delivery > retries || !run.engine.redeliver(index, delivery + 1)) return;
+    // The client resends while it has retries left; the check's bounds may stop it first.
+    const resent = delivery <= retries && run.engine.redeliver(index, delivery + 1);
+    const unfinished = delivery <= retries && !resent;
+    run.respond({ event: id, delivery, status: 0, body: "", ...(unfinished ? { unfinished } : {}) });
+    if (!resent) return;
   }
 }
 

@@ -46,6 +46,8 @@ export interface ClientResponse {
   /** 0 when the delivery died without an answer. */
   readonly status: number;
   readonly body: string;
+  /** No answer, retries left, and no resend within the check's bounds (see `FinalState`). */
+  readonly unfinished?: true;
 }
 
 export interface RunContext {

@@ -36,7 +36,7 @@ export function finalState(
     } catch (error) {
       throw new InputError(
         world.file,
-        `an invariant's query on ${store} failed: ${error instanceof Error ? error.message : String(error)}`,
+        `its query on ${store} failed: ${error instanceof Error ? error.message : String(error)}`,
       );
     }
     return result.rows.map((row) => Object.fromEntries(result.columns.map((c, i) => [c, row[i]])));
@@ -57,7 +57,7 @@ export function finalState(
         : `no Worker binds ${kind} in ${configs.join(", ") || "its config"}`;
       throw new InputError(
         world.file,
-        `an invariant reads ${kind} binding ${name}, which the scenario does not have; ${has}`,
+        `it reads ${kind} binding ${name}, which the scenario does not have; ${has}`,
       );
     }
     return spec;
@@ -95,10 +95,7 @@ export function finalState(
     queue: (name) => {
       const queue = world.queues.get(name);
       if (!queue)
-        throw new InputError(
-          world.file,
-          `an invariant reads queue ${name}, which the scenario does not have`,
-        );
+        throw new InputError(world.file, `it reads queue ${name}, which the scenario does not have`);
       return queueBodies(engine, queue.store);
     },
     responses,
@@ -117,7 +114,9 @@ export function hostViolation(
       try {
         verdict = invariant.check(state);
       } catch (error) {
-        if (error instanceof InputError) throw error;
+        // A read of the final state the scenario cannot make: bad input, named after the invariant.
+        if (error instanceof InputError)
+          throw new InputError(error.file, `invariant ${invariant.name}: ${error.problem}`);
         verdict = `the invariant threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`;
       }
       if ((verdict as unknown) instanceof Promise) {
@@ -126,7 +125,16 @@ export function hostViolation(
           `invariant ${invariant.name} returned a Promise: invariants read the final state synchronously and return true or a message`,
         );
       }
-      if (verdict !== true) return { invariant: invariant.name, message: String(verdict) };
+      if (verdict === true) continue;
+      if (typeof verdict !== "string") {
+        // `false` reads as "broken" to some and as "nothing wrong" to others (`bad && "why"`),
+        // and `undefined` is a forgotten `return`: none of them says what the invariant meant.
+        throw new InputError(
+          file,
+          `invariant ${invariant.name} returned ${describeReturned(verdict)}: return true when it holds, or a message saying what broke`,
+        );
+      }
+      return { invariant: invariant.name, message: verdict };
     }
     if (invariant.kind === "answered") {
       const message = unanswered(state.responses, invariant.status);
@@ -136,12 +144,16 @@ export function hostViolation(
   return undefined;
 }
 
-/** Says which request did not end with a `status` answer, or undefined when all did. */
+/**
+ * Says which request did not end with a `status` answer, or undefined when all did. A request
+ * whose client still had retries when the check's bounds stopped its resends is not judged:
+ * its answer would have come from a resend the bounds do not explore.
+ */
 function unanswered(responses: readonly ClientResponse[], status: string): string | undefined {
   const last = new Map<string, ClientResponse>();
   for (const response of responses) last.set(response.event, response);
   for (const [event, response] of last) {
-    if (matches(response.status, status)) continue;
+    if (matches(response.status, status) || response.unfinished) continue;
     return response.status === 0
       ? `${event} got no answer after ${response.delivery} deliveries`
       : `${event}#${response.delivery} was answered ${response.status}, not ${status}`;
@@ -152,4 +164,11 @@ function unanswered(responses: readonly ClientResponse[], status: string): strin
 function matches(code: number, status: string): boolean {
   if (/^[1-5]xx$/.test(status)) return Math.floor(code / 100) === Number(status[0]);
   return code === Number(status);
+}
+
+/** What an invariant returned, for the message that refuses it: `false`, `undefined`, `0`, `an object`. */
+function describeReturned(value: unknown): string {
+  if (value === null || typeof value !== "object")
+    return typeof value === "function" ? "a function" : String(value);
+  return Array.isArray(value) ? "an array" : "an object";
 }
