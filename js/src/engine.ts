@@ -35,7 +35,7 @@ export interface EngineConfig {
   /**
    * How the tree of schedules is explored (default `exhaustive`): `exhaustive` (depth first,
    * with partial-order reduction), `random` (seeded random walks), `pct` (Probabilistic
-   * Concurrency Testing), or `auto` (exhaustive; after a quarter of the budget, PCT if the tree
+   * Concurrency Testing), or `auto` (exhaustive; at two thirds of the budget, PCT if the tree
    * is clearly larger than the budget covers). Sampling never answers `bounded`.
    */
   readonly strategy?: EngineStrategy | undefined;
