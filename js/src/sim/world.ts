@@ -156,11 +156,14 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
       });
       continue;
     }
-    const callee = await loadWorker(step.entry, step.config, (name) => `${owner.prefix}${name}/`);
-    if (workers.some((w) => w.prefix === callee.prefix)) {
+    let callee = await loadWorker(step.entry, step.config, (name) => `${owner.prefix}${name}/`);
+    const same = workers.find((w) => w.prefix === callee.prefix);
+    if (same && same.entry !== callee.entry) {
       throw new InputError(file, `setup[${i}]: two Workers in the scenario are named ${callee.name}`);
     }
-    workers.push(callee);
+    // Two bindings to one Worker (two of its entrypoints, say) reach the same Worker.
+    if (same) callee = same;
+    else workers.push(callee);
     owner.bindings.set(binding, {
       kind: "service",
       name: binding,
@@ -191,6 +194,16 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
 
   for (const worker of workers) {
     for (const s of worker.config?.services ?? []) {
+      // A binding to a service another binding of this Worker already reaches as a callee
+      // (an entrypoint of the same Worker) needs no callee() of its own.
+      const reached = workers.find((w) => w !== worker && w.prefix === `${worker.prefix}${s.service}/`);
+      if (!worker.bindings.has(s.binding) && reached) {
+        worker.bindings.set(s.binding, {
+          kind: "service",
+          name: s.binding,
+          target: { kind: "worker", worker: reached, entrypoint: s.entrypoint, props: s.props ?? {} },
+        });
+      }
       if (!worker.bindings.has(s.binding)) {
         const name = `${worker.prefix}${s.binding}`;
         throw new InputError(
