@@ -83,7 +83,18 @@ export function mergeResults(results: readonly ShardedResult[], files: readonly 
     shards: count,
   };
   const incomplete = results.find((r) => r.verdict === "INCOMPLETE");
-  if (missing.length === 0 && !incomplete) return { ...base, verdict: "BOUNDED" };
+  if (missing.length === 0 && !incomplete) {
+    // With interleavings, every shard says whether reduction pruned them: it did for the whole
+    // only if it did for each.
+    const reductions = results.flatMap((r) =>
+      r.verdict === "BOUNDED" && r.partialOrderReduction !== undefined ? [r.partialOrderReduction] : [],
+    );
+    return {
+      ...base,
+      verdict: "BOUNDED",
+      ...(reductions.length > 0 ? { partialOrderReduction: reductions.every(Boolean) } : {}),
+    };
+  }
   return {
     ...base,
     verdict: "INCOMPLETE",
