@@ -36,6 +36,16 @@ export interface CalleeStep {
   readonly config?: string;
 }
 
+/**
+ * Runs a Worker no binding of the scenario reaches, for what the platform delivers to it: the
+ * consumer of a queue another Worker sends to. Its bindings are named after it (`notifier/DB`).
+ */
+export interface ConsumerStep {
+  readonly kind: "consumer";
+  readonly entry: string;
+  readonly config?: string;
+}
+
 /** Scripted answers for a service binding: RPC methods by name, and `fetch`. */
 export type ServiceHandlers = {
   readonly fetch?: (request: Request) => Response | Promise<Response>;
@@ -73,7 +83,7 @@ export interface SecretsStep {
   readonly worker?: string;
 }
 
-export type SetupStep = CalleeStep | ServiceStep | D1SchemaStep | OutboundStep | SecretsStep;
+export type SetupStep = CalleeStep | ConsumerStep | ServiceStep | D1SchemaStep | OutboundStep | SecretsStep;
 
 /** The rows of a D1 table at the end of a run. */
 export interface D1RowsSource {
@@ -213,6 +223,14 @@ export function callee(binding: string, options: { entry: string; config?: strin
     entry: options.entry,
     ...(options.config ? { config: options.config } : {}),
   };
+}
+
+/**
+ * Runs a Worker of the system that no binding reaches, from its entry and wrangler config: the
+ * consumer of a queue the scenario's Worker sends to.
+ */
+export function consumer(options: { entry: string; config?: string }): ConsumerStep {
+  return { kind: "consumer", entry: options.entry, ...(options.config ? { config: options.config } : {}) };
 }
 
 /** Answers the calls over service binding `binding` from scripts instead of running a Worker. */

@@ -12,6 +12,7 @@ import { build, type Plugin } from "esbuild";
 import type {
   Bounds,
   CalleeStep,
+  ConsumerStep,
   CustomInvariant,
   D1SchemaStep,
   Driver,
@@ -274,7 +275,7 @@ function readSetup(scenario: Fields, dir: string): SetupStep[] {
     const step = new Fields(
       item.fields,
       item.at,
-      `${item.at}: ${item.kind("callee", "service", "d1Schema", "outbound", "secrets")}`,
+      `${item.at}: ${item.kind("callee", "consumer", "service", "d1Schema", "outbound", "secrets")}`,
     );
     if (step.fields.kind === "d1Schema") {
       step.only("kind", "db", "file");
@@ -283,6 +284,10 @@ function readSetup(scenario: Fields, dir: string): SetupStep[] {
     if (step.fields.kind === "outbound") {
       step.only("kind", "handlers");
       return { kind: "outbound", handlers: readHandlers(step.object("handlers")) as OutboundHandlers };
+    }
+    if (step.fields.kind === "consumer") {
+      step.only("kind", "entry", "config");
+      return { kind: "consumer", ...readWorkerFiles(step, dir) } satisfies ConsumerStep;
     }
     if (step.fields.kind === "secrets") {
       step.only("kind", "values", "worker");

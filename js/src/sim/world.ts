@@ -132,6 +132,15 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
       continue;
     }
     if (step.kind === "secrets") continue;
+    if (step.kind === "consumer") {
+      // A Worker of its own, beside the scenario's: its bindings are named after it.
+      const worker = await loadWorker(step.entry, step.config, (name) => `${name}/`);
+      if (workers.some((w) => w.prefix === worker.prefix || w.name === worker.name)) {
+        throw new InputError(file, `setup[${i}]: two Workers in the scenario are named ${worker.name}`);
+      }
+      workers.push(worker);
+      continue;
+    }
     const found = ownerOf(workers, step.binding);
     if (!found) {
       throw new InputError(file, `setup[${i}]: no Worker in the scenario is named by "${step.binding}"`);

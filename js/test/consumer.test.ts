@@ -1,0 +1,24 @@
+/**
+ * A Worker no binding reaches, only a queue (js/test/fixtures/consumer): `consumer()` runs it
+ * in the same simulation, its database named after it, so an outbox bug across the two
+ * Workers shows and its fix holds.
+ */
+
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { check } from "../src/index.ts";
+import { violated } from "./verdict.ts";
+
+const fixture = (name: string) => join(dirname(fileURLToPath(import.meta.url)), "fixtures", "consumer", name);
+
+describe("consumer()", () => {
+  it("runs the queue's consumer Worker: an order recorded but never sent is found", async () => {
+    const result = violated(await check(fixture("orders.sim.ts")));
+    expect(result.message).toBe("orders without a notification: o-1");
+  });
+
+  it("holds for the fix that sends first", async () => {
+    expect((await check(fixture("orders.fixed.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+});
