@@ -87,7 +87,7 @@ pub fn evaluate(
             let Some(first) = result.rows.first() else {
                 return Ok(None);
             };
-            let row = describe_row(first);
+            let row = describe_row(&result.columns, first);
             Ok(violation(match result.rows.len() {
                 1 => format!("1 row from D1:{db} breaks it: {row}"),
                 n => format!("{n} rows from D1:{db} break it, the first: {row}"),
@@ -135,8 +135,16 @@ fn describe_shape(rows: &[Vec<Value>]) -> String {
 }
 
 /// A row as reports show it: `("alice", -5)`.
-fn describe_row(row: &[Value]) -> String {
-    let values: Vec<String> = row.iter().map(ToString::to_string).collect();
+/// A row as `(name = "alice", balance = -5)`, its values named by its columns.
+fn describe_row(columns: &[String], row: &[Value]) -> String {
+    let values: Vec<String> = row
+        .iter()
+        .enumerate()
+        .map(|(i, value)| match columns.get(i) {
+            Some(column) => format!("{column} = {value}"),
+            None => value.to_string(),
+        })
+        .collect();
     format!("({})", values.join(", "))
 }
 
@@ -394,7 +402,10 @@ mod tests {
         .unwrap();
         let one = super::evaluate(&spec, None, &mut db).unwrap().unwrap();
         assert_eq!(one.invariant, "no-overdraft");
-        assert_eq!(one.message, "1 row from D1:DB breaks it: (\"alice\", -5)");
+        assert_eq!(
+            one.message,
+            "1 row from D1:DB breaks it: (name = \"alice\", balance = -5)"
+        );
         db.run(
             "DB",
             "INSERT INTO accounts VALUES ('carol', -1), ('dave', -2)",
@@ -404,7 +415,7 @@ mod tests {
         let three = super::evaluate(&spec, None, &mut db).unwrap().unwrap();
         assert_eq!(
             three.message,
-            "3 rows from D1:DB break it, the first: (\"alice\", -5)"
+            "3 rows from D1:DB break it, the first: (name = \"alice\", balance = -5)"
         );
     }
 

@@ -95,7 +95,7 @@ export interface UniqueInvariantSpec {
   readonly table: string;
   readonly columns: readonly string[];
 }
-/** Violated when the query returns a row: `1 row from D1:DB breaks it: ("alice", -5)`. */
+/** Violated when the query returns a row: `1 row from D1:DB breaks it: (name = "alice", balance = -5)`. */
 export interface QueryInvariantSpec {
   readonly kind: "query";
   readonly name: string;

@@ -530,7 +530,7 @@ fn transient_faults_are_found_shrunk_and_replayed() {
         panic!("expected a violation, got {verdict:?}");
     };
     assert_eq!(invariant, "every-order-sent");
-    assert_eq!(message, "1 row from D1:DB breaks it: (\"o-2\")");
+    assert_eq!(message, "1 row from D1:DB breaks it: (id = \"o-2\")");
     assert_eq!(run_seed, format!("{:016x}:2:T2.1@1:0", fnv1a("checkout")));
     assert_eq!(faults[0].kind, "transient_error");
     assert_eq!(

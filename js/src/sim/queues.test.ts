@@ -331,7 +331,7 @@ describe("delivery through check()", () => {
     const result = await check(fixture("lost-ack.sim.ts"));
     if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
     expect(result.invariant).toBe("never-redelivered");
-    expect(result.message).toBe('1 row from D1:DB breaks it: ("q", 2)');
+    expect(result.message).toBe('1 row from D1:DB breaks it: (key = "q", attempts = 2)');
     expect(result.eventsKept).toEqual(["msg-1"]);
     expect(result.faults).toEqual([
       { kind: "crash_before", invocation: "batch-1#1", effect: 0, label: "Queue:jobs ack" },
