@@ -1,7 +1,8 @@
 /**
  * Service bindings. `env.PAYMENTS` is a stub: `fetch` sends a request to the target's fetch
  * handler, any other property is an RPC method. Each call is one effect of the calling
- * invocation, labelled `Service:<binding> <method>` in reports.
+ * invocation, labelled `Service:<binding> <method>` in reports (`Service:<binding> fetch GET /path`
+ * for a fetch).
  */
 
 import type { FootprintEntry } from "../engine.ts";
@@ -33,7 +34,9 @@ export function createServiceBinding(binding: string, scope: EffectScope, calls:
   const fetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     // The request is built before the effect, as the runtime does, so a bad URL throws at once.
     const request = new Request(input, init);
-    return scope.effect(`Service:${binding} fetch`, (effect) => calls.fetch(request, effect), {
+    // Named by method and path, as an outbound fetch is: two fetches to one service differ.
+    const label = `Service:${binding} fetch ${request.method} ${new URL(request.url).pathname}`;
+    return scope.effect(label, (effect) => calls.fetch(request, effect), {
       footprint: calls.footprint,
     });
   };
