@@ -579,7 +579,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     return new Promise((resolve, reject) => {
       callee.whenDead(() => {
         this.resume(caller);
-        reject(lostConnection());
+        const error = lostConnection();
+        // What the caller sees of its callee's death, which the trace would otherwise not say.
+        this.trace(`${caller.id} effect #${effect} failed: ${describe(error)}`);
+        reject(error);
       });
       callee.whenCanceled((error) => {
         this.resume(caller);
