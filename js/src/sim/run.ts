@@ -580,8 +580,9 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       callee.whenDead(() => {
         this.resume(caller);
         const error = lostConnection();
-        // What the caller sees of its callee's death, which the trace would otherwise not say.
-        this.trace(`${caller.id} effect #${effect} failed: ${describe(error)}`);
+        // What the caller sees of its callee's death, which the trace would otherwise not say
+        // (nothing, if the callee died with it).
+        if (caller.live) this.trace(`${caller.id} effect #${effect} failed: ${describe(error)}`);
         reject(error);
       });
       callee.whenCanceled((error) => {
