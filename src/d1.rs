@@ -301,6 +301,9 @@ pub enum Source {
 /// (SQL built with its values in it is a new text every time).
 const ALLOWED_MAX: usize = 4096;
 
+/// What a run's seed that folds to 0 seeds SQLite's PRNG with instead (see `reseed`).
+const PRNG_SEED_FOR_ZERO: u32 = 0x9e37_79b9;
+
 /// What `size_after` needs, kept between statements: SQLite prepares a `PRAGMA` afresh every
 /// time it runs, which costs more than most statements, so the size is read again only after a
 /// statement that may have changed it.
@@ -572,7 +575,13 @@ impl Databases {
     /// numbers on every replay.
     pub fn reseed(&mut self, seed: u64) {
         // Only the low 32 bits reach SQLite; the fold keeps both halves of the seed in them.
-        let folded = (seed ^ (seed >> 32)) as u32 as c_int;
+        // Seed 0 would tell SQLite to seed itself from the platform's randomness on next use
+        // (a replay of run seed 0000000000000000 or ffffffffffffffff asked the host for entropy
+        // in the middle of a statement), so it becomes another fixed seed.
+        let folded = match (seed ^ (seed >> 32)) as u32 {
+            0 => PRNG_SEED_FOR_ZERO,
+            folded => folded,
+        } as c_int;
         // SAFETY: SQLITE_TESTCTRL_PRNG_SEED takes an int and a database handle that may be
         // null; it only writes SQLite's global PRNG state, and runs are single-threaded.
         unsafe {
@@ -1372,6 +1381,23 @@ mod tests {
         assert!(!changed(&mut databases, "CREATE TABLE IF NOT EXISTS z (a)"));
         assert!(changed(&mut databases, "DROP TABLE z"));
         assert!(!changed(&mut databases, "SELECT * FROM p"));
+    }
+
+    #[test]
+    fn sqlites_randomness_follows_the_seed_even_one_that_folds_to_zero() {
+        let mut databases = sealed();
+        let mut draw = |databases: &mut Databases, seed: u64| {
+            databases.reseed(seed);
+            let result = databases
+                .run("payments/DB", "SELECT random(), hex(randomblob(8))", &[])
+                .unwrap();
+            result.rows[0].clone()
+        };
+        for seed in [0, u64::MAX, 0x0000_0001_0000_0001, 42] {
+            let first = draw(&mut databases, seed);
+            assert_eq!(draw(&mut databases, seed), first, "seed {seed:#x}");
+        }
+        assert_ne!(draw(&mut databases, 42), draw(&mut databases, 43));
     }
 
     #[test]
