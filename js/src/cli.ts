@@ -17,7 +17,7 @@ import { loadScenario } from "./load/scenario.ts";
 import { type MergedResult, mergeResults } from "./merge.ts";
 import { checkParallel, renderParallelReport, WORKERS_MAX } from "./parallel.ts";
 import { progressLine } from "./progress.ts";
-import { renderReport } from "./report.ts";
+import { describeBounds, REDUCTION_CAVEAT, renderReport } from "./report.ts";
 import { renderCounterexample, renderReplay } from "./trace.ts";
 
 interface OptionSpec {
@@ -363,7 +363,13 @@ function renderMerged(merged: MergedResult): string {
   if (merged.verdict === "VIOLATED") return renderReport(merged);
   const head = `${merged.verdict}  ${merged.scenario}  (seed ${merged.seed}), ${merged.shards} shards merged`;
   if (merged.verdict === "BOUNDED") {
-    return `${head}\n\nEvery shard ran every schedule of its part within the bounds and no invariant broke: ${merged.runs} schedules in all.`;
+    return [
+      head,
+      "",
+      `Every shard ran every schedule of its part within the bounds and no invariant broke: ${merged.runs} schedules in all.`,
+      ...(merged.partialOrderReduction ? [REDUCTION_CAVEAT] : []),
+      `Bounds: ${describeBounds(merged)}.`,
+    ].join("\n");
   }
   const why =
     merged.missing.length > 0

@@ -84,15 +84,15 @@ export function mergeResults(results: readonly ShardedResult[], files: readonly 
   };
   const incomplete = results.find((r) => r.verdict === "INCOMPLETE");
   if (missing.length === 0 && !incomplete) {
-    // With interleavings, every shard says whether reduction pruned them: it did for the whole
-    // only if it did for each.
+    // With interleavings, every shard says whether reduction pruned them; the whole relied on
+    // it (and on its caveat) if any shard did.
     const reductions = results.flatMap((r) =>
       r.verdict === "BOUNDED" && r.partialOrderReduction !== undefined ? [r.partialOrderReduction] : [],
     );
     return {
       ...base,
       verdict: "BOUNDED",
-      ...(reductions.length > 0 ? { partialOrderReduction: reductions.every(Boolean) } : {}),
+      ...(reductions.length > 0 ? { partialOrderReduction: reductions.some(Boolean) } : {}),
     };
   }
   return {

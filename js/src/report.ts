@@ -50,11 +50,7 @@ export function renderReport(result: CheckResult): string {
         head,
         "",
         `Every schedule within the bounds ran and no invariant broke: ${plural(result.runs, "schedule")} in ${seconds(result.elapsedMs)}.`,
-        ...(result.partialOrderReduction
-          ? [
-              "Interleavings that only reorder independent calls ran once (partial-order reduction): that holds if the Workers keep no mutable state at module level between requests; --no-reduction runs every interleaving.",
-            ]
-          : []),
+        ...(result.partialOrderReduction ? [REDUCTION_CAVEAT] : []),
         `Bounds: ${describeBounds(result)}.`,
       ].join("\n");
     case "INCOMPLETE":
@@ -120,7 +116,11 @@ function sampled(result: Extract<CheckResult, { verdict: "INCOMPLETE" }>): strin
   return `Sampled by ${name}${switched}: ${plural(result.distinctSchedules, "distinct schedule")}.`;
 }
 
-function describeBounds(result: CheckResult): string {
+/** What BOUNDED under partial-order reduction rests on, said after such a verdict. */
+export const REDUCTION_CAVEAT =
+  "Interleavings that only reorder independent calls ran once (partial-order reduction): that holds if the Workers keep no mutable state at module level between requests; --no-reduction runs every interleaving.";
+
+export function describeBounds(result: Pick<CheckResult, "bounds">): string {
   const b = result.bounds;
   return `maxFaultsPerRun ${b.maxFaultsPerRun}, maxRedeliveries ${b.maxRedeliveries}, maxConcurrentInvocations ${b.maxConcurrentInvocations}, budgetMs ${b.budgetMs}`;
 }

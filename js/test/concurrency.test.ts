@@ -315,6 +315,15 @@ describe("shards of an interleaved check", () => {
     // Merged, it says what the unsplit check says, reduction included (and its report's caveat).
     expect(merged).toMatchObject({ verdict: "BOUNDED", partialOrderReduction: true });
     expect(renderReport(merged as CheckResult)).toContain("partial-order reduction");
+    // One shard without reduction: the whole still rests on the reduction the other used.
+    const mixed = [
+      await check(scenario, { shard: { index: 0, count: 2 } }),
+      await check(scenario, { shard: { index: 1, count: 2 }, partialOrderReduction: false }),
+    ];
+    expect(mergeResults(mixed, ["1", "2"])).toMatchObject({
+      verdict: "BOUNDED",
+      partialOrderReduction: true,
+    });
   });
 
   it("merge to the unsplit VIOLATED", async () => {

@@ -92,6 +92,10 @@ describe("shards", () => {
     expect(merged.stdout.split("\n")[0]).toBe(
       "BOUNDED  checkout-fixed  (seed checkout-fixed), 2 shards merged",
     );
+    // The bounds it holds within, as one process's report says them.
+    expect(merged.stdout).toContain(
+      "Bounds: maxFaultsPerRun 1, maxRedeliveries 3, maxConcurrentInvocations 1, budgetMs 2000.",
+    );
     const partial = cli(["merge", files[0] as string]);
     expect(partial.status).toBe(3);
     expect(partial.stdout).toMatch(/shard 2\/2 missing/);
