@@ -7,6 +7,7 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { InputError } from "../src/errors.ts";
 import { check } from "../src/index.ts";
 import { violated } from "./verdict.ts";
 
@@ -20,5 +21,13 @@ describe("consumer()", () => {
 
   it("holds for the fix that sends first", async () => {
     expect((await check(fixture("orders.fixed.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+
+  it("refuses a consumer of no queue the scenario sends to: it would never run", async () => {
+    const error = await check(fixture("orders.typo.sim.ts")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toMatch(
+      /^setup\[0\]: consumer notifier \(\S*typo\/wrangler\.jsonc\) consumes notification, which nothing in the scenario sends to; the queues sent to are notifications$/,
+    );
   });
 });

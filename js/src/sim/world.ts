@@ -124,6 +124,8 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
   const main = await loadWorker(scenario.worker.entry, scenario.worker.config, () => "");
   const workers: SimWorker[] = [main];
   const outbound: OutboundHandlers[] = [];
+  /** The Workers `consumer()` added, with the setup step that added each. */
+  const consumers: { readonly worker: SimWorker; readonly step: number }[] = [];
 
   for (const [i, step] of (scenario.setup ?? []).entries()) {
     if (step.kind === "d1Schema") continue;
@@ -139,6 +141,7 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
         throw new InputError(file, `setup[${i}]: two Workers in the scenario are named ${worker.name}`);
       }
       workers.push(worker);
+      consumers.push({ worker, step: i });
       continue;
     }
     const found = ownerOf(workers, step.binding);
@@ -225,6 +228,7 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
   }
 
   const queues = collectQueues(workers);
+  for (const { worker, step } of consumers) fedConsumer(file, step, worker, workers, scenario);
   const databases = workers.flatMap((w) =>
     [...w.bindings.values()].flatMap((b) => (b.kind === "d1" ? [b.store] : [])),
   );
@@ -250,6 +254,34 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
   declaredCrons(scenario, file, main);
 
   return { scenario, file, main, workers, databases, kvStores, queues, outbound };
+}
+
+/**
+ * A `consumer()` Worker is there for a queue the scenario sends to; one that consumes no such
+ * queue would never run, and every invariant about what it does would hold vacuously.
+ */
+function fedConsumer(
+  file: string,
+  step: number,
+  consumer: SimWorker,
+  workers: readonly SimWorker[],
+  scenario: Scenario,
+): void {
+  const sent = new Set<string>();
+  for (const worker of workers)
+    for (const binding of worker.bindings.values()) if (binding.kind === "queue") sent.add(binding.queue);
+  const drivers = Array.isArray(scenario.drive) ? scenario.drive : [scenario.drive as Driver];
+  for (const driver of drivers) if (driver.kind === "queue") sent.add(driver.queue);
+  const consumed = consumer.config?.queueConsumers.map((c) => c.queue) ?? [];
+  if (consumed.some((queue) => sent.has(queue))) return;
+  const where = shown(consumer.config?.file ?? consumer.entry);
+  const what = consumed.length
+    ? `consumes ${consumed.join(", ")}, which nothing in the scenario sends to`
+    : "consumes no queue (its config has no queues.consumers)";
+  const known = sent.size
+    ? `the queues sent to are ${[...sent].join(", ")}`
+    : "nothing in the scenario sends to a queue";
+  throw new InputError(file, `setup[${step}]: consumer ${consumer.name} (${where}) ${what}; ${known}`);
 }
 
 /** A cron driver ticks only a cron the Worker declares: Cloudflare runs no other. */
