@@ -1386,7 +1386,7 @@ mod tests {
     #[test]
     fn sqlites_randomness_follows_the_seed_even_one_that_folds_to_zero() {
         let mut databases = sealed();
-        let mut draw = |databases: &mut Databases, seed: u64| {
+        let draw = |databases: &mut Databases, seed: u64| {
             databases.reseed(seed);
             let result = databases
                 .run("payments/DB", "SELECT random(), hex(randomblob(8))", &[])
