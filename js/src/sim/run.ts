@@ -746,6 +746,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       return;
     }
     this.resume(invocation);
+    // A binding's documented misbehaviour is a fault: the trace says what the Worker got.
+    if (!ok && (decision === Decision.Transient || decision === Decision.LostResponse)) {
+      this.trace(`${invocation.id} effect #${effect.index} failed: ${describe(value)}`);
+    }
     if (ok) effect.resolve(value);
     else effect.reject(value);
   }
