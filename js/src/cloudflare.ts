@@ -178,9 +178,17 @@ export interface HttpRequestSpec {
 export interface HttpDriver {
   readonly kind: "http";
   readonly requests: readonly HttpRequestSpec[];
-  /** How many times a client resends a request that got no answer. */
+  /** How many times a client resends a request that got no answer (or an answer of `resendOn`). */
   readonly retries: number;
+  /**
+   * Answers the client also resends on, as webhook senders and retrying HTTP clients do: a
+   * status (`429`) or a class (`"5xx"`). None by default: only a request with no answer.
+   */
+  readonly resendOn?: readonly ResendStatus[];
 }
+
+/** A status a client resends on: a code, or a class of them. */
+export type ResendStatus = number | "4xx" | "5xx";
 
 /** Messages a producer outside the scenario sends to a queue; message `i` is event `msg-i`. */
 export interface QueueDriver {
@@ -248,9 +256,20 @@ export function d1Rows(db: string, table: string): D1RowsSource {
   return { kind: "d1Rows", db, table };
 }
 
-/** A client that sends each request in order and resends one that got no answer. */
-export function http(requests: readonly HttpRequestSpec[], options: { retries?: number } = {}): HttpDriver {
-  return { kind: "http", requests, retries: options.retries ?? 0 };
+/**
+ * A client that sends each request in order and resends one that got no answer, or one whose
+ * answer is among `resendOn`, up to `retries` times.
+ */
+export function http(
+  requests: readonly HttpRequestSpec[],
+  options: { retries?: number; resendOn?: readonly ResendStatus[] } = {},
+): HttpDriver {
+  return {
+    kind: "http",
+    requests,
+    retries: options.retries ?? 0,
+    ...(options.resendOn ? { resendOn: options.resendOn } : {}),
+  };
 }
 
 /** Answers outbound `fetch` calls whose URL starts with a key of `handlers`. */

@@ -1,10 +1,10 @@
 /**
  * The `http` driver: a client that sends each request in order to the Worker under check and
- * resends a request that got no answer while it has retries left. Request `i` is event
- * `req-<i>`; its deliveries are `req-<i>#1`, `req-<i>#2`, ….
+ * resends a request that got no answer, or an answer among `resendOn`, while it has retries
+ * left. Request `i` is event `req-<i>`; its deliveries are `req-<i>#1`, `req-<i>#2`, ….
  */
 
-import type { HttpDriver, HttpRequestSpec } from "../cloudflare.ts";
+import type { HttpDriver, HttpRequestSpec, ResendStatus } from "../cloudflare.ts";
 import type { RunContext } from "../sim/context.ts";
 import { callHandler } from "../sim/handlers.ts";
 import { DELIVERY_ORDER, type SimEvent } from "./event.ts";
@@ -16,7 +16,7 @@ export function httpEvents(driver: HttpDriver, first: number): SimEvent[] {
     return {
       id,
       footprint: DELIVERY_ORDER,
-      deliver: (run, index) => deliverRequest(run, index, id, request, driver.retries),
+      deliver: (run, index) => deliverRequest(run, index, id, request, driver.retries, driver.resendOn ?? []),
     };
   });
 }
@@ -27,6 +27,7 @@ async function deliverRequest(
   id: string,
   parts: RequestParts,
   retries: number,
+  resendOn: readonly ResendStatus[],
 ): Promise<void> {
   const main = run.world.main;
   const url = `https://${main.name}.example.workers.dev${parts.path}`;
@@ -48,20 +49,16 @@ async function deliverRequest(
         return answer;
       },
     });
-    if (outcome.kind === "returned") {
-      const { status, body } = outcome.value as { status: number; body: string };
-      run.respond({ event: id, delivery, status, body });
-      return;
-    }
-    if (outcome.kind === "threw") {
-      // The runtime answers an uncaught exception with a 500; the client has its answer.
-      run.respond({ event: id, delivery, status: 500, body: "" });
-      return;
-    }
-    // The client resends while it has retries left; the check's bounds may stop it first.
-    const resent = delivery <= retries && run.engine.redeliver(index, delivery + 1);
-    const unfinished = delivery <= retries && !resent;
-    run.respond({ event: id, delivery, status: 0, body: "", ...(unfinished ? { unfinished } : {}) });
+    // The runtime answers an uncaught exception with a 500. The client resends when it got no
+    // answer, or one it resends on, while it has retries left; the check's bounds may stop it.
+    const { status, body } =
+      outcome.kind === "returned"
+        ? (outcome.value as { status: number; body: string })
+        : { status: outcome.kind === "threw" ? 500 : 0, body: "" };
+    const resends = delivery <= retries && (status === 0 || resendOn.some((on) => matchesStatus(status, on)));
+    const resent = resends && run.engine.redeliver(index, delivery + 1);
+    const unfinished = resends && !resent;
+    run.respond({ event: id, delivery, status, body, ...(unfinished ? { unfinished } : {}) });
     if (!resent) return;
   }
 }
@@ -91,4 +88,9 @@ function requestParts(spec: HttpRequestSpec): RequestParts {
   }
   const method = spec.method ?? (body === undefined ? "GET" : "POST");
   return { path: spec.path, init: body === undefined ? { method, headers } : { method, headers, body } };
+}
+
+/** Whether `status` is `on`: the code itself, or one of its class (`"5xx"`). */
+function matchesStatus(status: number, on: ResendStatus): boolean {
+  return typeof on === "number" ? status === on : Math.floor(status / 100) === Number(on[0]);
 }

@@ -256,6 +256,11 @@ describe("loadScenario", () => {
     ],
     ["negative retries", (s) => (s.drive.retries = -1), "drive.retries must be a non-negative integer"],
     ["fractional retries", (s) => (s.drive.retries = 1.5), "drive.retries must be a non-negative integer"],
+    [
+      "a status to resend on written as text",
+      (s) => (s.drive.resendOn = ["5xx", "503"]),
+      'drive.resendOn[1] must be a status from 200 to 599, "4xx" or "5xx"',
+    ],
     ["no invariants", (s) => delete s.invariants, "the scenario needs invariants"],
     [
       "an invariant of unknown kind",

@@ -19,6 +19,7 @@ import type {
   HttpRequestSpec,
   Invariant,
   OutboundHandlers,
+  ResendStatus,
   Scenario,
   ServiceHandlers,
   ServiceStep,
@@ -355,10 +356,20 @@ function readDriver(drive: Fields): Driver {
     }
     return { kind: "cron", cron, times: drive.integer("times", 1) };
   }
-  drive.only("kind", "requests", "retries");
+  drive.only("kind", "requests", "retries", "resendOn");
   const requests = drive.objects("requests").map(readRequest);
   if (requests.length === 0) invalid(`${drive.path("requests")} must not be empty`);
-  return { kind: "http", requests, retries: drive.integer("retries", 0) };
+  const retries = drive.integer("retries", 0);
+  if (drive.fields.resendOn === undefined) return { kind: "http", requests, retries };
+  const resendOn = drive.array("resendOn").map((status, i): ResendStatus => {
+    const valid =
+      status === "4xx" ||
+      status === "5xx" ||
+      (Number.isInteger(status) && (status as number) >= 200 && (status as number) <= 599);
+    if (!valid) invalid(`${drive.path("resendOn")}[${i}] must be a status from 200 to 599, "4xx" or "5xx"`);
+    return status as ResendStatus;
+  });
+  return { kind: "http", requests, retries, resendOn };
 }
 
 function readRequest(request: Fields): HttpRequestSpec {

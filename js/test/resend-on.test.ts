@@ -1,0 +1,31 @@
+/**
+ * `http(…, { resendOn })` (js/test/fixtures/resend-on): a client that resends on some answers
+ * too, as a webhook sender does on a 5xx. A webhook that credits before a failing call credits
+ * twice only if the sender resends on the 503; the idempotent one holds under every fault.
+ */
+
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { check } from "../src/index.ts";
+import { violated } from "./verdict.ts";
+
+const fixture = (name: string) =>
+  join(dirname(fileURLToPath(import.meta.url)), "fixtures", "resend-on", name);
+
+describe("a client that resends on a 5xx", () => {
+  it("delivers the event again after the 503, and the second credit is found", async () => {
+    const result = violated(await check(fixture("webhook.sim.ts")));
+    expect(result.message).toBe('2 rows of credits in D1:DB share event_id = "evt-1"');
+    expect(result.faults).toEqual([]);
+    expect(result.trace.join("\n")).toMatch(/req-1#1 answered 503[\s\S]*deliver req-1#2/);
+  });
+
+  it("takes a 503 as final without resendOn", async () => {
+    expect((await check(fixture("webhook.final-5xx.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+
+  it("holds for the webhook that credits an event once, under every fault", async () => {
+    expect((await check(fixture("webhook.fixed.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+});
