@@ -285,8 +285,6 @@ struct Database {
     /// Whether the current run executes inside the outer transaction `restore` rolls back.
     in_run_transaction: bool,
     size: SizeCache,
-    /// The Worker statements `authorize` let run on this connection, so each is judged once.
-    allowed: HashSet<String>,
 }
 
 /// Whose SQL a statement is: a Worker's, which runs as D1 (or a Durable Object's SQL storage)
@@ -297,8 +295,8 @@ pub enum Source {
     Engine,
 }
 
-/// Worker statements remembered as allowed per connection; past this many the memory starts over
-/// (SQL built with its values in it is a new text every time).
+/// Worker statements remembered as allowed; past this many the memory starts over (SQL built
+/// with its values in it is a new text every time).
 const ALLOWED_MAX: usize = 4096;
 
 /// What a run's seed that folds to 0 seeds SQLite's PRNG with instead (see `reseed`).
@@ -345,13 +343,14 @@ impl Database {
             rollback_safe: false,
             in_run_transaction: false,
             size: SizeCache::default(),
-            allowed: HashSet::new(),
         }
     }
 
-    /// Refuses a Worker's statement as workerd does (see `authorize.rs`), judging each text once.
-    fn authorize(&mut self, sql: &str) -> Result<()> {
-        if self.allowed.contains(sql) {
+    /// Refuses a Worker's statement as workerd does (see `authorize.rs`). What is refused depends
+    /// on the statement alone, so a text allowed once (on any database) is not judged again:
+    /// judging sets SQLite's authorizer, which expires the connection's prepared statements.
+    fn authorize(&mut self, sql: &str, allowed: &mut HashSet<String>) -> Result<()> {
+        if allowed.contains(sql) {
             return Ok(());
         }
         let refused = authorize::judge(&self.connection, sql)
@@ -367,10 +366,10 @@ impl Database {
             enforce_foreign_keys(&self.connection)
                 .map_err(|e| Error::new(format!("cannot enforce foreign keys: {e}")))?;
         }
-        if self.allowed.len() >= ALLOWED_MAX {
-            self.allowed.clear();
+        if allowed.len() >= ALLOWED_MAX {
+            allowed.clear();
         }
-        self.allowed.insert(sql.to_string());
+        allowed.insert(sql.to_string());
         Ok(())
     }
 
@@ -424,7 +423,6 @@ impl Database {
             enforce_foreign_keys(&connection).map_err(cannot)?;
             self.connection = connection;
             self.size = SizeCache::default();
-            self.allowed.clear();
         }
         if self.rollback_safe {
             execute_cached(&self.connection, "BEGIN").map_err(cannot)?;
@@ -497,6 +495,8 @@ fn execute_cached(connection: &Connection, sql: &str) -> rusqlite::Result<()> {
 pub struct Databases {
     databases: BTreeMap<String, Database>,
     sealed: bool,
+    /// The Worker statements `Database::authorize` let run, each judged once for the check.
+    allowed: HashSet<String>,
 }
 
 impl Databases {
@@ -646,9 +646,12 @@ impl Databases {
         params: &[Value],
         source: Source,
     ) -> Result<RawResult> {
-        let database = self.database_mut(name)?;
+        let database = self
+            .databases
+            .get_mut(name)
+            .ok_or_else(|| Error::new(format!("no D1 database named '{name}'")))?;
         if source == Source::Worker {
-            database.authorize(sql)?;
+            database.authorize(sql, &mut self.allowed)?;
         }
         let outside = database.before(sql)?;
         let own = source == Source::Worker && outside && database.connection.is_autocommit();
@@ -684,11 +687,14 @@ impl Databases {
                 "a batch may hold at most {STATEMENTS_MAX} statements"
             )));
         }
-        let database = self.database_mut(name)?;
+        let database = self
+            .databases
+            .get_mut(name)
+            .ok_or_else(|| Error::new(format!("no D1 database named '{name}'")))?;
         if source == Source::Worker {
             for (index, statement) in statements.iter().enumerate() {
                 database
-                    .authorize(&statement.sql)
+                    .authorize(&statement.sql, &mut self.allowed)
                     .map_err(|e| Error::new(format!("statement {}: {e}", index + 1)))?;
             }
         }
