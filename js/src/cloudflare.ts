@@ -228,8 +228,8 @@ export function callee(binding: string, options: { entry: string; config?: strin
   return {
     kind: "callee",
     binding,
-    entry: options.entry,
-    ...(options.config ? { config: options.config } : {}),
+    entry: options?.entry,
+    ...(options?.config ? { config: options.config } : {}),
   };
 }
 
@@ -238,7 +238,8 @@ export function callee(binding: string, options: { entry: string; config?: strin
  * consumer of a queue the scenario's Worker sends to.
  */
 export function consumer(options: { entry: string; config?: string }): ConsumerStep {
-  return { kind: "consumer", entry: options.entry, ...(options.config ? { config: options.config } : {}) };
+  // Left out, the scenario's checks say what is missing (not a TypeError from here).
+  return { kind: "consumer", entry: options?.entry, ...(options?.config ? { config: options.config } : {}) };
 }
 
 /** Answers the calls over service binding `binding` from scripts instead of running a Worker. */

@@ -23,6 +23,11 @@ describe("consumer()", () => {
     expect((await check(fixture("orders.fixed.sim.ts"))).verdict).toBe("BOUNDED");
   });
 
+  it("runs a consumer of a dead letter queue, which only the platform sends to", async () => {
+    // The invariant needs the alert row: it holds only if the dead-lettered order reached it.
+    expect((await check(fixture("dlq/dlq.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+
   it("refuses a consumer of no queue the scenario sends to: it would never run", async () => {
     const error = await check(fixture("orders.typo.sim.ts")).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InputError);

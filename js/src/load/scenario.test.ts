@@ -259,7 +259,7 @@ describe("loadScenario", () => {
     [
       "a status to resend on written as text",
       (s) => (s.drive.resendOn = ["5xx", "503"]),
-      'drive.resendOn[1] must be a status from 200 to 599, "4xx" or "5xx"',
+      'drive.resendOn[1] must be a status from 400 to 599, "4xx" or "5xx"',
     ],
     ["no invariants", (s) => delete s.invariants, "the scenario needs invariants"],
     [

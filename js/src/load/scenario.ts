@@ -362,11 +362,12 @@ function readDriver(drive: Fields): Driver {
   const retries = drive.integer("retries", 0);
   if (drive.fields.resendOn === undefined) return { kind: "http", requests, retries };
   const resendOn = drive.array("resendOn").map((status, i): ResendStatus => {
+    // A client resends on a failure: a 4xx or 5xx code, or the whole class.
     const valid =
       status === "4xx" ||
       status === "5xx" ||
-      (Number.isInteger(status) && (status as number) >= 200 && (status as number) <= 599);
-    if (!valid) invalid(`${drive.path("resendOn")}[${i}] must be a status from 200 to 599, "4xx" or "5xx"`);
+      (Number.isInteger(status) && (status as number) >= 400 && (status as number) <= 599);
+    if (!valid) invalid(`${drive.path("resendOn")}[${i}] must be a status from 400 to 599, "4xx" or "5xx"`);
     return status as ResendStatus;
   });
   return { kind: "http", requests, retries, resendOn };

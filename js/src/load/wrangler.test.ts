@@ -75,7 +75,11 @@ describe("readWranglerConfig", () => {
         "migrations": [{ "tag": "v1", "new_sqlite_classes": ["Counter"] }, { "tag": "v2", "new_classes": ["Legacy"] }],
         "queues": {
           "producers": [{ "binding": "JOBS", "queue": "jobs" }],
-          "consumers": [{ "queue": "jobs", "dead_letter_queue": "jobs-dlq" }, { "queue": "other", "max_batch_size": 5, "max_retries": 0 }]
+          "consumers": [
+            { "queue": "jobs", "dead_letter_queue": "jobs-dlq" },
+            { "queue": "other", "max_batch_size": 5, "max_retries": 0 },
+            { "queue": "pulled", "type": "http_pull" }
+          ]
         },
         "triggers": { "crons": ["*/5 * * * *"] }
       }`,
@@ -94,6 +98,16 @@ describe("readWranglerConfig", () => {
       { queue: "other", maxBatchSize: 5, maxRetries: 0 },
     ]);
     expect(config.crons).toEqual(["*/5 * * * *"]);
+  });
+
+  it("rejects a dead letter queue that is the queue itself: its messages would go round forever", () => {
+    const file = write(
+      "wrangler.json",
+      `{ "name": "q", "queues": { "consumers": [{ "queue": "a", "dead_letter_queue": "a" }] } }`,
+    );
+    expect(() => readWranglerConfig(file)).toThrow(
+      /queues.consumers\[0\].dead_letter_queue must be another queue than a/,
+    );
   });
 
   it("rejects a queue consumer batch size Cloudflare does not allow", () => {

@@ -278,27 +278,32 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
       };
     },
   );
-  const queueConsumers = entries("consumers", queuesField, "queues.consumers").map(
-    (entry, i): QueueConsumer => {
-      const at = `queues.consumers[${i}]`;
-      const deadLetterQueue = optionalString(entry.dead_letter_queue, `${at}.dead_letter_queue`);
-      const retryDelay = optionalNumber(entry.retry_delay, `${at}.retry_delay`);
-      const maxBatchSize = optionalNumber(entry.max_batch_size, `${at}.max_batch_size`) ?? 10;
-      if (!Number.isInteger(maxBatchSize) || maxBatchSize < 1 || maxBatchSize > 100) {
-        fail(`${at}.max_batch_size must be a whole number from 1 to 100`);
-      }
-      const maxRetries = optionalNumber(entry.max_retries, `${at}.max_retries`) ?? 3;
-      if (!Number.isInteger(maxRetries) || maxRetries > 100)
-        fail(`${at}.max_retries must be a whole number up to 100`);
-      return {
-        queue: requiredString(entry.queue, `${at}.queue`),
+  const consumerEntries = entries("consumers", queuesField, "queues.consumers");
+  const queueConsumers = consumerEntries.flatMap((entry, i): QueueConsumer[] => {
+    const at = `queues.consumers[${i}]`;
+    // An HTTP pull consumer reads the queue over HTTP; Cloudflare never invokes the Worker.
+    if (entry.type === "http_pull") return [];
+    const queue = requiredString(entry.queue, `${at}.queue`);
+    const deadLetterQueue = optionalString(entry.dead_letter_queue, `${at}.dead_letter_queue`);
+    if (deadLetterQueue === queue) fail(`${at}.dead_letter_queue must be another queue than ${queue}`);
+    const retryDelay = optionalNumber(entry.retry_delay, `${at}.retry_delay`);
+    const maxBatchSize = optionalNumber(entry.max_batch_size, `${at}.max_batch_size`) ?? 10;
+    if (!Number.isInteger(maxBatchSize) || maxBatchSize < 1 || maxBatchSize > 100) {
+      fail(`${at}.max_batch_size must be a whole number from 1 to 100`);
+    }
+    const maxRetries = optionalNumber(entry.max_retries, `${at}.max_retries`) ?? 3;
+    if (!Number.isInteger(maxRetries) || maxRetries > 100)
+      fail(`${at}.max_retries must be a whole number up to 100`);
+    return [
+      {
+        queue,
         maxBatchSize,
         maxRetries,
         ...(deadLetterQueue !== undefined ? { deadLetterQueue } : {}),
         ...(retryDelay !== undefined ? { retryDelay } : {}),
-      };
-    },
-  );
+      },
+    ];
+  });
 
   const unsupported: { binding: string; field: string }[] = [];
   for (const [field, key] of Object.entries(UNSUPPORTED_LISTS)) {

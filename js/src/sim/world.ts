@@ -137,7 +137,14 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
     if (step.kind === "consumer") {
       // A Worker of its own, beside the scenario's: its bindings are named after it.
       const worker = await loadWorker(step.entry, step.config, (name) => `${name}/`);
-      if (workers.some((w) => w.prefix === worker.prefix || w.name === worker.name)) {
+      const same = workers.find((w) => w.prefix === worker.prefix || w.name === worker.name);
+      if (same && same.entry === worker.entry && same !== main) {
+        throw new InputError(
+          file,
+          `setup[${i}]: ${worker.name} is already in the scenario as a callee, whose queue consumers run as they are; drop its consumer()`,
+        );
+      }
+      if (same) {
         throw new InputError(file, `setup[${i}]: two Workers in the scenario are named ${worker.name}`);
       }
       workers.push(worker);
@@ -268,8 +275,12 @@ function fedConsumer(
   scenario: Scenario,
 ): void {
   const sent = new Set<string>();
-  for (const worker of workers)
+  for (const worker of workers) {
     for (const binding of worker.bindings.values()) if (binding.kind === "queue") sent.add(binding.queue);
+    // The platform sends to a dead letter queue what another consumer gave up on.
+    for (const settings of worker.config?.queueConsumers ?? [])
+      if (settings.deadLetterQueue) sent.add(settings.deadLetterQueue);
+  }
   const drivers = Array.isArray(scenario.drive) ? scenario.drive : [scenario.drive as Driver];
   for (const driver of drivers) if (driver.kind === "queue") sent.add(driver.queue);
   const consumed = consumer.config?.queueConsumers.map((c) => c.queue) ?? [];
@@ -277,7 +288,7 @@ function fedConsumer(
   const where = shown(consumer.config?.file ?? consumer.entry);
   const what = consumed.length
     ? `consumes ${consumed.join(", ")}, which nothing in the scenario sends to`
-    : "consumes no queue (its config has no queues.consumers)";
+    : "consumes no queue (no entry of its queues.consumers has Cloudflare push batches to it)";
   const known = sent.size
     ? `the queues sent to are ${[...sent].join(", ")}`
     : "nothing in the scenario sends to a queue";
