@@ -537,7 +537,17 @@ impl Check {
             });
         }
         self.run.fingerprint_bytes(options[chosen].label.as_bytes());
-        self.run.record_choice(options, current, chosen);
+        // A driver's request arriving is no I/O of the system's: it does not move the clock,
+        // so two requests that arrive together read the same Date.now(), as on Cloudflare.
+        let step = &options[chosen];
+        let arrival = step.effect.is_none()
+            && step.invocation.as_deref().is_some_and(|invocation| {
+                matches!(
+                    parse_invocation(invocation, &self.config.events),
+                    Ok(Some(id)) if id.nested.is_empty()
+                )
+            });
+        self.run.record_choice(options, current, chosen, arrival);
         Ok(chosen)
     }
 

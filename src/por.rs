@@ -257,9 +257,12 @@ fn explore_everything(path: &mut [Node]) {
 
 /// A causal virtual clock for runs with concurrent invocations: a step's time is one more than
 /// the latest time among the steps it depends on (Lamport, "Time, clocks, and the ordering of
-/// events in a distributed system", CACM 1978). Runs of the same trace give every step the
-/// same time, so `Date.now()` does not tell equivalent interleavings apart (assumption A1),
-/// and time still only moves forward within an invocation and along every causal chain.
+/// events in a distributed system", CACM 1978), except the arrival of a driver's request,
+/// which takes that latest time itself: it is no I/O of the system, and two requests that
+/// arrive together read the same `Date.now()`, as they may on Cloudflare. Runs of the same
+/// trace give every step the same time, so `Date.now()` does not tell equivalent interleavings
+/// apart (assumption A1), and time still only moves forward within an invocation and along
+/// every causal chain.
 #[derive(Debug, Default)]
 pub struct Lamport {
     /// The time of each process's latest step, or of the step that enabled it.
@@ -276,8 +279,9 @@ pub struct Lamport {
 }
 
 impl Lamport {
-    /// Times the step `options[chosen]` and answers its time, from 1.
-    pub fn step(&mut self, options: &[StepOption], chosen: usize) -> u64 {
+    /// Times the step `options[chosen]` (an `arrival` does not move the clock) and answers its
+    /// time.
+    pub fn step(&mut self, options: &[StepOption], chosen: usize, arrival: bool) -> u64 {
         for option in options {
             if !self.last_options.iter().any(|p| p == option.process()) {
                 let at = self
@@ -303,7 +307,7 @@ impl Lamport {
                 time = time.max(self.read.get(&access.resource).copied().unwrap_or(0));
             }
         }
-        let time = time + 1;
+        let time = if arrival { time } else { time + 1 };
         for access in &step.footprint {
             let slot = if access.write {
                 self.written.entry(access.resource.clone()).or_default()
@@ -371,20 +375,20 @@ mod tests {
         let both = [a.clone(), b.clone()];
         let mut first = Lamport::default();
         let times_ab = (
-            first.step(&both, 0),
-            first.step(std::slice::from_ref(&b), 0),
+            first.step(&both, 0, false),
+            first.step(std::slice::from_ref(&b), 0, false),
         );
         let mut second = Lamport::default();
         let times_ba = (
-            second.step(&both, 1),
-            second.step(std::slice::from_ref(&a), 0),
+            second.step(&both, 1, false),
+            second.step(std::slice::from_ref(&a), 0, false),
         );
         assert_eq!(times_ab, (1, 1));
         assert_eq!(times_ba, (1, 1));
         // A step on the same resource comes after.
         let mut third = Lamport::default();
         let c = option("req-2#1", &[("D1:DB:a", false)]);
-        assert_eq!(third.step(&[a.clone(), c.clone()], 0), 1);
-        assert_eq!(third.step(&[c], 0), 2);
+        assert_eq!(third.step(&[a.clone(), c.clone()], 0, false), 1);
+        assert_eq!(third.step(&[c], 0, false), 2);
     }
 }

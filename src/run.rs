@@ -102,7 +102,13 @@ impl Run {
     /// Records the step taken at the point `begin_point` just counted. Time becomes the step's
     /// causal time (see `por::Lamport`): with concurrent invocations it moves here, not at
     /// `decide`.
-    pub fn record_choice(&mut self, options: &[StepOption], current: usize, chosen: usize) {
+    pub fn record_choice(
+        &mut self,
+        options: &[StepOption],
+        current: usize,
+        chosen: usize,
+        arrival: bool,
+    ) {
         if chosen != current {
             self.choices.push(Choice {
                 instead: Some(Step::of(&options[current])),
@@ -113,7 +119,7 @@ impl Run {
         let step = &options[chosen];
         self.last_process = Some(step.process().to_string());
         self.chosen = Some(step.clone());
-        let time = self.lamport.step(options, chosen);
+        let time = self.lamport.step(options, chosen, arrival);
         self.now_ms = CLOCK_START_MS + time;
     }
 
