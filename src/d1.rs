@@ -646,25 +646,18 @@ impl Databases {
         params: &[Value],
         source: Source,
     ) -> Result<RawResult> {
-        let database = self
-            .databases
-            .get_mut(name)
-            .ok_or_else(|| Error::new(format!("no D1 database named '{name}'")))?;
+        let (database, allowed) = self.database_and_allowed(name)?;
         if source == Source::Worker {
-            database.authorize(sql, &mut self.allowed)?;
+            database.authorize(sql, allowed)?;
         }
         let outside = database.before(sql)?;
         let own = source == Source::Worker && outside && database.connection.is_autocommit();
-        if own {
-            execute_cached(&database.connection, "BEGIN").map_err(|e| Error::new(e.to_string()))?;
-        }
-        let mut result = run_statement(&database.connection, sql, params, &mut database.size);
-        if own && !database.connection.is_autocommit() {
-            let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
-            if let Err(e) = execute_cached(&database.connection, end) {
-                result = result.and(Err(StatementError::Sqlite(e)));
-            }
-        }
+        let result = in_own_transaction(
+            &database.connection,
+            own,
+            || run_statement(&database.connection, sql, params, &mut database.size),
+            StatementError::Sqlite,
+        )?;
         database.after();
         result.map_err(|e| Error::new(d1_message(&e)))
     }
@@ -687,14 +680,11 @@ impl Databases {
                 "a batch may hold at most {STATEMENTS_MAX} statements"
             )));
         }
-        let database = self
-            .databases
-            .get_mut(name)
-            .ok_or_else(|| Error::new(format!("no D1 database named '{name}'")))?;
+        let (database, allowed) = self.database_and_allowed(name)?;
         if source == Source::Worker {
             for (index, statement) in statements.iter().enumerate() {
                 database
-                    .authorize(&statement.sql, &mut self.allowed)
+                    .authorize(&statement.sql, allowed)
                     .map_err(|e| Error::new(format!("statement {}: {e}", index + 1)))?;
             }
         }
@@ -727,24 +717,29 @@ impl Databases {
             } else {
                 authorize::uninstall(connection)
             }
-            .map_err(|e| Error::new(format!("cannot judge a statement: {e}")))
+            .map_err(|e| {
+                (
+                    0,
+                    StatementError::Message(format!("cannot judge a statement: {e}")),
+                )
+            })
         };
-        if own {
-            execute_cached(connection, "BEGIN").map_err(|e| Error::new(e.to_string()))?;
-        }
-        if worker {
-            judging(true)?;
-        }
-        let mut result = run_script(connection, sql, worker);
-        if worker {
-            judging(false)?;
-        }
-        if own && !connection.is_autocommit() {
-            let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
-            if let Err(e) = execute_cached(connection, end) {
-                result = result.and(Err((0, StatementError::Sqlite(e))));
-            }
-        }
+        // Judged inside the script's own transaction: BEGIN and COMMIT are the engine's.
+        let result = in_own_transaction(
+            connection,
+            own,
+            || {
+                if worker {
+                    judging(true)?;
+                }
+                let ran = run_script(connection, sql, worker);
+                if worker {
+                    judging(false)?;
+                }
+                ran
+            },
+            |e| (0, StatementError::Sqlite(e)),
+        )?;
         database.size.bytes = None;
         database.after();
         result.map_err(|(statement, e)| {
@@ -754,16 +749,53 @@ impl Databases {
     }
 
     fn database(&self, name: &str) -> Result<&Database> {
-        self.databases
-            .get(name)
-            .ok_or_else(|| Error::new(format!("no D1 database named '{name}'")))
+        self.databases.get(name).ok_or_else(|| no_database(name))
     }
 
     fn database_mut(&mut self, name: &str) -> Result<&mut Database> {
         self.databases
             .get_mut(name)
-            .ok_or_else(|| Error::new(format!("no D1 database named '{name}'")))
+            .ok_or_else(|| no_database(name))
     }
+
+    /// The database `name` and the memory of allowed Worker statements, borrowed together.
+    fn database_and_allowed(
+        &mut self,
+        name: &str,
+    ) -> Result<(&mut Database, &mut HashSet<String>)> {
+        let database = self
+            .databases
+            .get_mut(name)
+            .ok_or_else(|| no_database(name))?;
+        Ok((database, &mut self.allowed))
+    }
+}
+
+fn no_database(name: &str) -> Error {
+    Error::new(format!("no D1 database named '{name}'"))
+}
+
+/// Runs `work`, in a transaction of its own when `own`: a Worker's pragma or script that steps
+/// outside the run's transaction runs in one, as D1 runs every query. A failed COMMIT or
+/// ROLLBACK becomes `work`'s error through `end_failed`.
+fn in_own_transaction<T, E>(
+    connection: &Connection,
+    own: bool,
+    work: impl FnOnce() -> std::result::Result<T, E>,
+    end_failed: impl FnOnce(rusqlite::Error) -> E,
+) -> Result<std::result::Result<T, E>> {
+    if own {
+        execute_cached(connection, "BEGIN").map_err(|e| Error::new(e.to_string()))?;
+    }
+    let result = work();
+    if !own || connection.is_autocommit() {
+        return Ok(result);
+    }
+    let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+    Ok(match execute_cached(connection, end) {
+        Ok(()) => result,
+        Err(e) => result.and(Err(end_failed(e))),
+    })
 }
 
 /// Bound parameters as the host sends them, one string: per value `n` (NULL), `i<integer>;`,

@@ -5,7 +5,7 @@
  */
 
 import type { HttpDriver, HttpRequestSpec, ResendStatus } from "../cloudflare.ts";
-import type { RunContext } from "../sim/context.ts";
+import { type RunContext, statusMatches } from "../sim/context.ts";
 import { callHandler } from "../sim/handlers.ts";
 import { DELIVERY_ORDER, type SimEvent } from "./event.ts";
 
@@ -55,7 +55,7 @@ async function deliverRequest(
       outcome.kind === "returned"
         ? (outcome.value as { status: number; body: string })
         : { status: outcome.kind === "threw" ? 500 : 0, body: "" };
-    const resends = delivery <= retries && (status === 0 || resendOn.some((on) => matchesStatus(status, on)));
+    const resends = delivery <= retries && (status === 0 || resendOn.some((on) => statusMatches(status, on)));
     const resent = resends && run.engine.redeliver(index, delivery + 1);
     const unfinished = resends && !resent;
     run.respond({ event: id, delivery, status, body, ...(unfinished ? { unfinished } : {}) });
@@ -88,9 +88,4 @@ function requestParts(spec: HttpRequestSpec): RequestParts {
   }
   const method = spec.method ?? (body === undefined ? "GET" : "POST");
   return { path: spec.path, init: body === undefined ? { method, headers } : { method, headers, body } };
-}
-
-/** Whether `status` is `on`: the code itself, or one of its class (`"5xx"`). */
-function matchesStatus(status: number, on: ResendStatus): boolean {
-  return typeof on === "number" ? status === on : Math.floor(status / 100) === Number(on[0]);
 }

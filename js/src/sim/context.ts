@@ -50,6 +50,13 @@ export interface ClientResponse {
   readonly unfinished?: true;
 }
 
+/** Whether answer `code` is `pattern`: a code (`409`, `"409"`) or a class of them (`"5xx"`). */
+export function statusMatches(code: number, pattern: string | number): boolean {
+  const text = String(pattern);
+  if (/^[1-5]xx$/.test(text)) return Math.floor(code / 100) === Number(text[0]);
+  return code === Number(text);
+}
+
 export interface RunContext {
   readonly engine: Engine;
   readonly world: World;

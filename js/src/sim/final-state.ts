@@ -8,7 +8,7 @@
 import type { FinalState, Invariant } from "../cloudflare.ts";
 import type { Engine } from "../engine.ts";
 import { InputError, shown } from "../errors.ts";
-import type { ClientResponse } from "./context.ts";
+import { type ClientResponse, statusMatches } from "./context.ts";
 import { ObjectStore } from "./durable-object-store.ts";
 import { readOne } from "./durable-object-tables.ts";
 import { durableObjectStore } from "./durable-objects.ts";
@@ -153,17 +153,12 @@ function unanswered(responses: readonly ClientResponse[], status: string): strin
   const last = new Map<string, ClientResponse>();
   for (const response of responses) last.set(response.event, response);
   for (const [event, response] of last) {
-    if (matches(response.status, status) || response.unfinished) continue;
+    if (statusMatches(response.status, status) || response.unfinished) continue;
     return response.status === 0
       ? `${event} got no answer after ${response.delivery} deliveries`
       : `${event}#${response.delivery} was answered ${response.status}, not ${status}`;
   }
   return undefined;
-}
-
-function matches(code: number, status: string): boolean {
-  if (/^[1-5]xx$/.test(status)) return Math.floor(code / 100) === Number(status[0]);
-  return code === Number(status);
 }
 
 /** What an invariant returned, for the message that refuses it: `false`, `undefined`, `0`, `an object`. */

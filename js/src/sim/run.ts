@@ -582,7 +582,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
         const error = lostConnection();
         // What the caller sees of its callee's death, which the trace would otherwise not say
         // (nothing, if the callee died with it).
-        if (caller.live) this.trace(`${caller.id} effect #${effect} failed: ${describe(error)}`);
+        if (this.tracing && caller.live)
+          this.trace(`${caller.id} effect #${effect} failed: ${describe(error)}`);
         reject(error);
       });
       callee.whenCanceled((error) => {
@@ -747,7 +748,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     }
     this.resume(invocation);
     // A binding's documented misbehaviour is a fault: the trace says what the Worker got.
-    if (!ok && (decision === Decision.Transient || decision === Decision.LostResponse)) {
+    if (this.tracing && !ok && (decision === Decision.Transient || decision === Decision.LostResponse)) {
       this.trace(`${invocation.id} effect #${effect.index} failed: ${describe(value)}`);
     }
     if (ok) effect.resolve(value);
