@@ -17,7 +17,7 @@ import { loadScenario } from "./load/scenario.ts";
 import { type MergedResult, mergeResults } from "./merge.ts";
 import { checkParallel, renderParallelReport, WORKERS_MAX } from "./parallel.ts";
 import { progressLine } from "./progress.ts";
-import { describeBounds, REDUCTION_CAVEAT, renderReport } from "./report.ts";
+import { describeBounds, REDUCTION_CAVEAT, renderReport, renderWarnings } from "./report.ts";
 import { renderCounterexample, renderReplay } from "./trace.ts";
 
 interface OptionSpec {
@@ -369,13 +369,19 @@ function renderMerged(merged: MergedResult): string {
       `Every shard ran every schedule of its part within the bounds and no invariant broke: ${merged.runs} schedules in all.`,
       ...(merged.partialOrderReduction ? [REDUCTION_CAVEAT] : []),
       `Bounds: ${describeBounds(merged)}.`,
+      ...renderWarnings(merged),
     ].join("\n");
   }
   const why =
     merged.missing.length > 0
       ? `shard${merged.missing.length === 1 ? "" : "s"} ${merged.missing.map((i) => `${i + 1}/${merged.shards}`).join(", ")} missing`
       : `a shard ran out of its ${merged.reason === "budget" ? "budget" : "run limit"}`;
-  return `${head}\n\nNot every schedule within the bounds ran (${why}); no invariant broke in those that did, but this is not a proof.`;
+  return [
+    head,
+    "",
+    `Not every schedule within the bounds ran (${why}); no invariant broke in those that did, but this is not a proof.`,
+    ...renderWarnings(merged),
+  ].join("\n");
 }
 
 /** What goes to stdout: the JSON, the run step by step for `replay`, or the report. */

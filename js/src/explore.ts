@@ -16,6 +16,7 @@ import type {
   StrategyName,
 } from "./engine.ts";
 import { InputError, SimulationError, shown } from "./errors.ts";
+import type { ClientResponse } from "./sim/context.ts";
 import { finalState, hostViolation } from "./sim/final-state.ts";
 import { activate, real } from "./sim/globals.ts";
 import { hasHandler } from "./sim/handlers.ts";
@@ -43,11 +44,23 @@ interface CheckHeader {
   readonly shard?: Shard;
 }
 
+/**
+ * Something about the runs of a BOUNDED or INCOMPLETE check that makes its verdict say less
+ * than it seems to: `no-binding-call`, no run reached a binding, so no fault was tried and
+ * nothing interleaved; `no-request-succeeded`, every request the driver sent was answered 500 or
+ * more (or not at all) in every run, so the invariants held over a Worker that fails.
+ */
+export interface CheckWarning {
+  readonly kind: "no-binding-call" | "no-request-succeeded";
+  readonly message: string;
+}
+
 export type CheckResult = CheckHeader &
   (
     | {
         readonly verdict: "BOUNDED";
         readonly runs: number;
+        readonly warnings?: readonly CheckWarning[];
         /**
          * Present when invocations interleaved: whether partial-order reduction pruned the
          * interleavings (sound only if the Workers share no mutable module-level state).
@@ -57,6 +70,7 @@ export type CheckResult = CheckHeader &
     | {
         readonly verdict: "INCOMPLETE";
         readonly runs: number;
+        readonly warnings?: readonly CheckWarning[];
         readonly reason: "budget" | "runs";
         /** The strategy the check ended with: `exhaustive`, or a sampling one. */
         readonly strategy: StrategyName;
@@ -139,11 +153,13 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
     probeModules(engine, world);
 
     const started = real.monotonicMs();
+    const reach = new Reach();
     for (;;) {
       const plan = escaping(() => engine.nextRun(real.monotonicMs() - started));
       if (!plan) break;
       const run = new Run(engine, world, events, bounds.maxConcurrentInvocations);
       await run.execute(plan);
+      if (plan.phase === "explore") reach.add(run);
       if (plan.trace) engine.trace(FINAL_STATE);
       const violation = hostViolation(
         scenario.invariants,
@@ -174,6 +190,7 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
           ...header,
           verdict: "BOUNDED",
           runs: verdict.runs,
+          ...reach.warnings(),
           ...(bounds.maxConcurrentInvocations > 1
             ? { partialOrderReduction: exploration.search.partialOrderReduction }
             : {}),
@@ -184,6 +201,7 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
           ...header,
           verdict: "INCOMPLETE",
           runs: verdict.runs,
+          ...reach.warnings(),
           // A single check's engine never merges shards, so its reason is its own budget or limit.
           reason: verdict.reason === "runs" ? "runs" : "budget",
           strategy: verdict.strategy ?? "exhaustive",
@@ -203,6 +221,57 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
   } finally {
     engine.free();
   }
+}
+
+/** Longest answer body a warning quotes. */
+const QUOTED_BODY_MAX = 80;
+
+/** What the exploring runs reached, for the warnings of a verdict that found nothing. */
+class Reach {
+  private runs = 0;
+  private effects = false;
+  private responses = false;
+  private answered = false;
+  /** The first failed request of the first run that had one, as a warning quotes it. */
+  private failure: string | undefined;
+
+  add(run: Run): void {
+    this.runs++;
+    this.effects ||= run.effects > 0;
+    for (const response of run.responses) {
+      this.responses = true;
+      if (response.status > 0 && response.status < 500) this.answered = true;
+      else this.failure ??= failureOf(response, run.firstThrow);
+    }
+  }
+
+  warnings(): { readonly warnings?: readonly CheckWarning[] } {
+    const warnings: CheckWarning[] = [];
+    if (this.runs > 0 && !this.effects) {
+      warnings.push({
+        kind: "no-binding-call",
+        message:
+          "No run reached a binding call, so no fault was injected and no interleaving tried: the invariants held over the requests alone.",
+      });
+    }
+    if (this.responses && !this.answered) {
+      warnings.push({
+        kind: "no-request-succeeded",
+        message: `No request got an answer below 500 in any run (first: ${this.failure}), so the invariants held over a Worker that fails.`,
+      });
+    }
+    return warnings.length > 0 ? { warnings } : {};
+  }
+}
+
+/** A failed answer as a warning quotes it: the exception the delivery threw, else the answer. */
+function failureOf(response: ClientResponse, firstThrow: string | undefined): string {
+  const invocation = `${response.event}#${response.delivery}`;
+  if (response.status === 0) return `${invocation} got no answer`;
+  if (firstThrow?.startsWith(`${invocation} threw `)) return firstThrow;
+  const body =
+    response.body.length > QUOTED_BODY_MAX ? `${response.body.slice(0, QUOTED_BODY_MAX)}…` : response.body;
+  return `${invocation} answered ${response.status} ${JSON.stringify(body)}`;
 }
 
 /** Creates the engine; a run seed it cannot read is bad input, named as the option it came in. */

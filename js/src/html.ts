@@ -149,7 +149,7 @@ function coveragePage(result: CheckResult & { verdict: "BOUNDED" | "INCOMPLETE" 
 <dt>maxRedeliveries</dt><dd>${b.maxRedeliveries}</dd>
 <dt>maxConcurrentInvocations</dt><dd>${b.maxConcurrentInvocations}</dd>
 <dt>budgetMs</dt><dd>${b.budgetMs}</dd>
-</dl></section>`,
+</dl></section>${(result.warnings ?? []).map((w) => `\n<section class="card warning"><h2>Warning</h2><p>${esc(w.message)}</p></section>`).join("")}`,
   );
 }
 

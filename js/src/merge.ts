@@ -7,6 +7,7 @@
 
 import type { CheckResult } from "./check.ts";
 import { InputError } from "./errors.ts";
+import type { CheckWarning } from "./explore.ts";
 
 export type ShardedResult = CheckResult;
 
@@ -24,6 +25,23 @@ export type MergedResult =
 
 /** The bounds that shape the tree the shards split. */
 const TREE_BOUNDS = ["maxFaultsPerRun", "maxRedeliveries", "maxConcurrentInvocations"] as const;
+
+/**
+ * The warnings every shard that ran gives, as the lowest such shard words them: each says
+ * something of all the runs (none reached a binding, none answered below 500), which holds of the
+ * whole check only if it holds of every shard's runs.
+ */
+function sharedWarnings(results: readonly ShardedResult[]): { readonly warnings?: readonly CheckWarning[] } {
+  // A shard that ran nothing says nothing of the runs either way.
+  const ordered = results
+    .filter((r) => "runs" in r && r.runs > 0)
+    .sort((a, b) => (a.shard?.index ?? 0) - (b.shard?.index ?? 0));
+  const of = (r: ShardedResult) => ("warnings" in r ? (r.warnings ?? []) : []);
+  const warnings = (ordered[0] ? of(ordered[0]) : []).filter((w) =>
+    ordered.every((r) => of(r).some((other) => other.kind === w.kind)),
+  );
+  return warnings.length > 0 ? { warnings } : {};
+}
 
 /** Merges shard results of one scenario; `files` name where each came from, for errors. */
 export function mergeResults(results: readonly ShardedResult[], files: readonly string[]): MergedResult {
@@ -93,11 +111,13 @@ export function mergeResults(results: readonly ShardedResult[], files: readonly 
       ...base,
       verdict: "BOUNDED",
       ...(reductions.length > 0 ? { partialOrderReduction: reductions.some(Boolean) } : {}),
+      ...sharedWarnings(results),
     };
   }
   return {
     ...base,
     verdict: "INCOMPLETE",
+    ...(missing.length === 0 ? sharedWarnings(results) : {}),
     reason: missing.length > 0 ? "shards" : incomplete?.verdict === "INCOMPLETE" ? incomplete.reason : "runs",
     missing,
   };

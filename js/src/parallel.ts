@@ -85,15 +85,12 @@ export async function checkParallel(
  * more than one process runs.
  */
 export function renderParallelReport(result: ParallelResult): string {
-  const report = renderReport(result);
   const workers = result.shards;
-  if (workers === undefined) return report;
-  const [head, ...body] = report.split("\n");
-  return [
-    `${head}, ${workers} workers`,
-    ...body,
+  if (workers === undefined) return renderReport(result);
+  const [head, ...body] = renderReport(result, [
     `Split over ${workers} worker threads, one shard of the tree of schedules each (as --shard 1/${workers} … ${workers}/${workers}); every shard also runs the top of the tree the shards share, so their schedules add up to at least those of one process.`,
-  ].join("\n");
+  ]).split("\n");
+  return [`${head}, ${workers} workers`, ...body].join("\n");
 }
 
 /**

@@ -6,6 +6,7 @@
 
 import type { CheckResult } from "./check.ts";
 import { shown } from "./errors.ts";
+import type { CheckWarning } from "./explore.ts";
 import { faultName } from "./faults.ts";
 import { parseStep } from "./trace.ts";
 
@@ -25,7 +26,11 @@ export function replayCommand(result: CheckResult, runSeed: string): string {
   return `eutaxy check ${shown(result.file)} --replay ${runSeed}`;
 }
 
-export function renderReport(result: CheckResult): string {
+/**
+ * The report; `notes` are lines a caller adds after the verdict's own lines and before its
+ * warnings (how a parallel check was split).
+ */
+export function renderReport(result: CheckResult, notes: readonly string[] = []): string {
   const head = `${result.verdict}  ${result.scenario}  (seed ${result.seed})`;
   switch (result.verdict) {
     case "VIOLATED":
@@ -52,6 +57,8 @@ export function renderReport(result: CheckResult): string {
         `Every schedule within the bounds ran and no invariant broke: ${plural(result.runs, "schedule")} in ${seconds(result.elapsedMs)}.`,
         ...(result.partialOrderReduction ? [REDUCTION_CAVEAT] : []),
         `Bounds: ${describeBounds(result)}.`,
+        ...notes,
+        ...renderWarnings(result),
       ].join("\n");
     case "INCOMPLETE":
       return [
@@ -63,6 +70,8 @@ export function renderReport(result: CheckResult): string {
         ...(result.strategy === "exhaustive" ? [] : [sampled(result)]),
         "No invariant broke in the schedules that ran, but this is not a proof: raise bounds.budgetMs or tighten the bounds.",
         `Bounds: ${describeBounds(result)}.`,
+        ...notes,
+        ...renderWarnings(result),
       ].join("\n");
     case "HELD":
       return [
@@ -114,6 +123,11 @@ function sampled(result: Extract<CheckResult, { verdict: "INCOMPLETE" }>): strin
       ? ""
       : `, after ${plural(result.switchedAfterRuns, "exhaustive run")} showed the tree is larger than the budget covers`;
   return `Sampled by ${name}${switched}: ${plural(result.distinctSchedules, "distinct schedule")}.`;
+}
+
+/** A verdict's warnings, each a paragraph of its own after the verdict's lines. */
+export function renderWarnings(result: { readonly warnings?: readonly CheckWarning[] }): string[] {
+  return (result.warnings ?? []).flatMap((warning) => ["", `Warning: ${warning.message}`]);
 }
 
 /** What BOUNDED under partial-order reduction rests on, said after such a verdict. */

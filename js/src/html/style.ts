@@ -21,6 +21,7 @@ section{margin:1rem 0}
 h2{font-size:16px;margin:0 0 .5rem}
 .overview{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1rem;align-items:start}
 .card{background:#fff;border:1px solid var(--line);border-radius:8px;padding:.75rem 1rem}
+.card.warning{background:var(--amber-bg);border-color:#d4a72c}
 dl.facts{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.25rem 1rem;margin:0}
 dl.facts dt{color:var(--muted)}dl.facts dd{margin:0}
 .message{font-weight:600;color:#82071e}

@@ -110,6 +110,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private failure: Error | undefined;
   /** Invocations killed by a fault in this run. */
   private deaths = 0;
+  /** Effects the engine decided on in this run, whatever it decided. */
+  effects = 0;
+  /** The first delivery of a driver's event that threw, and what it threw, for the report. */
+  firstThrow: string | undefined;
   /** Interleaved runs: events and platform work started and not over (resends included). */
   private tasks = 0;
   /** Interleaved runs: what `deliver` waits on, by top-level invocation, until it ends. */
@@ -559,6 +563,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       (error) => {
         if (!invocation.live) return;
         this.threw(invocation, error);
+        this.firstThrow ??= `${id} threw ${describe(error)}`;
         outcome = { kind: "threw", error };
       },
     );
@@ -710,6 +715,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       throw new SimulationError(error instanceof Error ? error.message : String(error));
     }
     this.clockMs = this.engine.nowMs();
+    this.effects++;
     if (decision === Decision.CrashBefore) {
       this.die(invocation);
       return;

@@ -1,0 +1,56 @@
+/**
+ * A verdict that found nothing says so when its runs could not have found much
+ * (js/test/fixtures/warnings): no run reached a binding, or no request got an answer below 500.
+ * The verdict and exit code stay what the runs earned; the report adds a warning.
+ */
+
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { type CheckResult, check, renderReport } from "../src/index.ts";
+import { mergeResults } from "../src/merge.ts";
+
+const fixture = (name: string) => join(dirname(fileURLToPath(import.meta.url)), "fixtures", "warnings", name);
+
+function kinds(result: CheckResult): string[] {
+  return "warnings" in result ? (result.warnings ?? []).map((w) => w.kind) : [];
+}
+
+describe("a verdict's warnings", () => {
+  it("say that a Worker threw before any binding call, quoting what it threw", async () => {
+    const result = await check(fixture("broken.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+    expect(kinds(result)).toEqual(["no-binding-call", "no-request-succeeded"]);
+    const report = renderReport(result);
+    expect(report).toContain("Warning: No run reached a binding call");
+    expect(report).toContain("(first: req-1#1 threw SyntaxError: ");
+  });
+
+  it("say that no run reached a binding, when the requests answered without one", async () => {
+    expect(kinds(await check(fixture("echo.sim.ts")))).toEqual(["no-binding-call"]);
+  });
+
+  it("say that every answer was a 5xx, quoting the first", async () => {
+    const result = await check(fixture("unavailable.sim.ts"));
+    expect(kinds(result)).toEqual(["no-request-succeeded"]);
+    expect(renderReport(result)).toContain('(first: req-1#1 answered 503 "try later")');
+  });
+
+  it("are absent when the requests reached the database and succeeded", async () => {
+    const result = await check(fixture("saved.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+    expect(result).not.toHaveProperty("warnings");
+    expect(renderReport(result)).not.toContain("Warning");
+  });
+
+  it("survive a merge only when every shard gives them", async () => {
+    const echo = [
+      await check(fixture("echo.sim.ts"), { shard: { index: 0, count: 2 } }),
+      await check(fixture("echo.sim.ts"), { shard: { index: 1, count: 2 } }),
+    ];
+    expect(kinds(mergeResults(echo, ["1", "2"]) as CheckResult)).toEqual(["no-binding-call"]);
+    const [first, second] = echo as [CheckResult, CheckResult];
+    const { warnings: _dropped, ...quiet } = second as Extract<CheckResult, { verdict: "BOUNDED" }>;
+    expect(kinds(mergeResults([first, quiet], ["1", "2"]) as CheckResult)).toEqual([]);
+  });
+});
