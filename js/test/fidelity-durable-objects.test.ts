@@ -28,6 +28,8 @@ import type { StorageHooks } from "../src/sim/durable-object-tables.ts";
  *   (`toArray`, `one`, `raw`, `next`, `none`); the value is the rows with the cursor's
  *   `columnNames`, `rowsRead` and `rowsWritten` after the read
  * - `{ op: "transactionSync", ops, throws? }`: sql operations inside `transactionSync`
+ * - `{ op: "storage", ops }`: `ops` on `ctx.storage` itself, also inside a transaction; the
+ *   value is their outcomes
  * - `{ op: "databaseSize" }`: the type of `sql.databaseSize`
  */
 const RUNNER = `
@@ -108,6 +110,8 @@ async function runDo(storage, target, ops) {
         if (op.throws) throw new Error(op.throws);
         return { result: "done", outcomes: inner };
       })));
+    } else if (op.op === "storage") {
+      outcomes.push({ value: await runDo(storage, storage, op.ops) });
     } else if (op.op === "transaction") {
       outcomes.push(await settle(() => storage.transaction(async (txn) => {
         const inner = await runDo(storage, txn, op.ops);
@@ -422,6 +426,32 @@ describe("Durable Object key-value storage fidelity against Miniflare", () => {
       },
     });
     expect(outcomes[5]).toEqual({ error: "insufficient funds", name: "Error" });
+  });
+
+  it("makes every storage call inside a transaction part of it, through txn, ctx.storage or SQL", async () => {
+    const table = sql("CREATE TABLE acct (id TEXT PRIMARY KEY, balance INTEGER)", "none");
+    const seed = sql("INSERT INTO acct VALUES ('ada', 100)", "none");
+    const debit = sql("UPDATE acct SET balance = balance - 30 WHERE id = 'ada'", "none");
+    const balance = sql("SELECT balance FROM acct", "toArray");
+    const direct = { op: "storage", ops: [call("put", "marker", "debited")] };
+    const outcomes = await same([
+      table,
+      seed,
+      { op: "transaction", ops: [debit, direct, call("put", "log", 1)], throws: "fraud check failed" },
+      balance,
+      call("get", ["marker", "log"]),
+      { op: "transaction", ops: [debit, direct, call("put", "log", 2)], rollback: true },
+      balance,
+      call("get", ["marker", "log"]),
+      { op: "transaction", ops: [debit, direct, call("put", "log", 3)] },
+      balance,
+      call("get", ["marker", "log"]),
+    ]);
+    // What a user would check: the thrown and the rolled-back transactions left the balance alone.
+    expect(outcomes[3]).toMatchObject({ value: { rows: [{ balance: 100 }] } });
+    expect(outcomes[4]).toEqual({ value: { $map: [] } });
+    expect(outcomes[6]).toMatchObject({ value: { rows: [{ balance: 100 }] } });
+    expect(outcomes[9]).toMatchObject({ value: { rows: [{ balance: 70 }] } });
   });
 
   it("sets, reads and deletes the alarm alike", async () => {

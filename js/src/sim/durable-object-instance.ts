@@ -198,7 +198,21 @@ class SimDurableObjectState {
     this.storage = new SimDurableObjectStorage(
       slot.store,
       slot.namespace.sqlite,
-      alarmHooks(run, slot),
+      {
+        ...alarmHooks(run, slot),
+        critical: (work) => {
+          // The object's next calls wait for `work` whatever its outcome, which its caller gets.
+          const result = work();
+          const settled = result.then(
+            () => undefined,
+            () => undefined,
+          );
+          live.blockers.add(settled);
+          settled.then(() => live.blockers.delete(settled));
+          return result;
+        },
+        onAbandon: (callback) => run.current?.whenDead(callback),
+      },
       deleteAllDeletesAlarm(slot.namespace),
     );
   }

@@ -34,7 +34,7 @@ import {
   visibleAlarm,
   type Write,
 } from "./durable-object-tables.ts";
-import { SimDurableObjectTransaction } from "./durable-object-transaction.ts";
+import { SimDurableObjectTransaction, SimSqliteTransaction } from "./durable-object-transaction.ts";
 import {
   checkedKey,
   decodeEntries,
@@ -157,15 +157,49 @@ export class SimDurableObjectStorage {
   }
 
   /**
-   * Runs `closure` with a transaction whose writes apply together when it resolves, and not at
-   * all when it throws or calls `rollback()`. The writes are buffered here and applied as one
-   * engine batch, so an invocation that dies inside the closure leaves nothing behind. SQL run
-   * through `sql.exec` inside the closure is not part of it (use `transactionSync` for that).
+   * Runs `closure` as one transaction, in a critical section as workerd runs it: no other call
+   * reaches the object until the closure settles. Its writes commit when it resolves, and none
+   * do when it throws, calls `rollback()`, or its invocation dies inside it.
+   *
+   * A SQLite-backed object runs it in a savepoint, so every storage call the closure makes is part
+   * of it, through `txn`, `ctx.storage` or `ctx.storage.sql` alike (docs: with SQLite "the txn
+   * object is obsolete"). A key-value-backed object buffers the writes made through `txn` and
+   * applies them as one engine batch; its writes straight to `ctx.storage` are not part of it.
    */
-  async transaction<T>(closure: (txn: SimDurableObjectTransaction) => Promise<T>): Promise<T> {
-    const txn = new SimDurableObjectTransaction(this.#store, this.#hooks, this.#sqlite);
-    const result = await closure(txn);
-    txn.commit((change) => this.#changeAlarm(change));
+  transaction<T>(
+    closure: (txn: SimDurableObjectTransaction | SimSqliteTransaction) => Promise<T>,
+  ): Promise<T> {
+    const work = this.#sqlite
+      ? () => this.#savepointTransaction(closure)
+      : async () => {
+          const txn = new SimDurableObjectTransaction(this.#store, this.#hooks, this.#sqlite);
+          const result = await closure(txn);
+          txn.commit((change) => this.#changeAlarm(change));
+          return result;
+        };
+    return this.#hooks.critical ? this.#hooks.critical(work) : work();
+  }
+
+  async #savepointTransaction<T>(closure: (txn: SimSqliteTransaction) => Promise<T>): Promise<T> {
+    const savepoint = this.#store.beginSavepoint();
+    // An invocation that dies inside the closure never commits: its writes are undone then, not
+    // when the object is next called, so that nothing (an invariant) reads them meanwhile.
+    this.#hooks.onAbandon?.(() => this.#store.endSavepoint(savepoint, false));
+    let rolledBack = false;
+    const txn = new SimSqliteTransaction(this, () => {
+      rolledBack = true;
+      this.#store.endSavepoint(savepoint, false);
+    });
+    let result: T;
+    try {
+      result = await closure(txn);
+    } catch (error) {
+      this.#store.endSavepoint(savepoint, false);
+      this.#note(() => "storage.transaction() threw: rolled back");
+      throw error;
+    }
+    this.#store.endSavepoint(savepoint, true);
+    this.#note(() => `storage.transaction() ${rolledBack ? "rolled back" : "committed"}`);
     return result;
   }
 
@@ -184,6 +218,7 @@ export class SimDurableObjectStorage {
     } catch (error) {
       this.#store.own(`ROLLBACK TO ${savepoint}`);
       this.#store.own(`RELEASE ${savepoint}`);
+      this.#store.forgetTables();
       throw error;
     } finally {
       this.#syncDepth--;

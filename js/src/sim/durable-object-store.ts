@@ -27,10 +27,17 @@ const KV_SCHEMA =
 const ALARM_SCHEMA =
   "CREATE TABLE IF NOT EXISTS _cf_ALARM (id INTEGER PRIMARY KEY CHECK (id = 1), time REAL, generation INTEGER NOT NULL)";
 
+/** An open savepoint of an asynchronous transaction (`beginSavepoint`). */
+export interface Savepoint {
+  readonly name: string;
+}
+
 export class ObjectStore {
   private opened = false;
   private kvReady = false;
   private alarmReady = false;
+  /** Savepoints of asynchronous transactions open now, outermost first. */
+  private readonly savepoints: Savepoint[] = [];
 
   constructor(
     private readonly engine: StoreEngine,
@@ -76,9 +83,39 @@ export class ObjectStore {
     this.alarmReady = true;
   }
 
-  /** After `deleteAll` dropped tables: create them again on their next use. */
+  /**
+   * Opens a savepoint for an asynchronous `transaction()` of a SQLite-backed object, named by its
+   * depth as workerd names them, and answers it.
+   */
+  beginSavepoint(): Savepoint {
+    const savepoint = { name: `_cf_savepoint_${this.savepoints.length}` };
+    this.own(`SAVEPOINT ${savepoint.name}`);
+    this.savepoints.push(savepoint);
+    return savepoint;
+  }
+
+  /**
+   * Ends `savepoint` and any opened after it: kept (`commit`) or undone. Does nothing if it has
+   * ended already (a later savepoint of the same depth has the same name, not the same identity).
+   */
+  endSavepoint(savepoint: Savepoint, commit: boolean): void {
+    const at = this.savepoints.indexOf(savepoint);
+    if (at === -1) return;
+    this.savepoints.length = at;
+    if (!commit) {
+      this.own(`ROLLBACK TO ${savepoint.name}`);
+      this.forgetTables();
+    }
+    this.own(`RELEASE ${savepoint.name}`);
+  }
+
+  /**
+   * After `deleteAll` dropped tables, or a rollback undid their creation: create them again on
+   * their next use (`IF NOT EXISTS`, so no harm if they are there).
+   */
   forgetTables(): void {
     this.kvReady = false;
+    this.alarmReady = false;
   }
 
   /** The store exists in the engine; false until the object first touched its storage. */

@@ -17,6 +17,14 @@ export interface StorageHooks {
   runningAlarm(): number | undefined;
   /** Traces a storage call as the object's (`storage.get("k") -> 1`), when the run keeps a trace. */
   note?(line: () => string): void;
+  /**
+   * Runs `work` as a critical section: no other call reaches the object until it settles, and
+   * (unlike `blockConcurrencyWhile`) its failure does not reset the object. workerd runs
+   * `transaction()` so. Without it, `work` just runs.
+   */
+  critical?<T>(work: () => Promise<T>): Promise<T>;
+  /** Calls `callback` if the invocation running now dies (mid-transaction). */
+  onAbandon?(callback: () => void): void;
 }
 
 export interface ListOptions {

@@ -1,7 +1,10 @@
 /**
- * The `txn` of `ctx.storage.transaction(async txn => …)`: its writes (and alarm changes) are
- * buffered and applied together as one engine batch when the closure resolves, and dropped when
- * it throws or calls `rollback()`. Its reads see its own writes first.
+ * The `txn` of `ctx.storage.transaction(async txn => …)`. For a key-value-backed object
+ * (`SimDurableObjectTransaction`) its writes (and alarm changes) are buffered and applied together
+ * as one engine batch when the closure resolves, and dropped when it throws or calls
+ * `rollback()`; its reads see its own writes first. For a SQLite-backed object
+ * (`SimSqliteTransaction`) the transaction is a savepoint the storage opened, so `txn` passes its
+ * calls on to the storage, and `rollback()` undoes the savepoint.
  */
 
 import type { ObjectStore } from "./durable-object-store.ts";
@@ -132,5 +135,61 @@ export class SimDurableObjectTransaction {
       return value ? decodeValue(value) : undefined;
     }
     return readOne(this.store, key);
+  }
+}
+
+/** The storage calls a SQLite-backed object's `txn` passes on to `ctx.storage`. */
+interface Storage {
+  get(keys: unknown, options?: unknown): Promise<unknown>;
+  put(keyOrEntries: unknown, value?: unknown, options?: unknown): Promise<void>;
+  delete(keys: unknown, options?: unknown): Promise<boolean | number>;
+  deleteAll(options?: unknown): Promise<void>;
+  list(options?: ListOptions): Promise<Map<string, unknown>>;
+  getAlarm(options?: unknown): Promise<number | null>;
+  setAlarm(scheduledTime: unknown, options?: unknown): Promise<void>;
+  deleteAlarm(options?: unknown): Promise<void>;
+}
+
+export class SimSqliteTransaction {
+  constructor(
+    private readonly storage: Storage,
+    /** Undoes the transaction's savepoint; as in workerd, at once, not when the closure ends. */
+    private readonly undo: () => void,
+  ) {}
+
+  get(keys: unknown, options?: unknown): Promise<unknown> {
+    return this.storage.get(keys, options);
+  }
+
+  put(keyOrEntries: unknown, value?: unknown, options?: unknown): Promise<void> {
+    return this.storage.put(keyOrEntries, value, options);
+  }
+
+  delete(keys: unknown, options?: unknown): Promise<boolean | number> {
+    return this.storage.delete(keys, options);
+  }
+
+  deleteAll(options?: unknown): Promise<void> {
+    return this.storage.deleteAll(options);
+  }
+
+  list(options?: ListOptions): Promise<Map<string, unknown>> {
+    return this.storage.list(options);
+  }
+
+  rollback(): void {
+    this.undo();
+  }
+
+  getAlarm(options?: unknown): Promise<number | null> {
+    return this.storage.getAlarm(options);
+  }
+
+  setAlarm(scheduledTime: unknown, options?: unknown): Promise<void> {
+    return this.storage.setAlarm(scheduledTime, options);
+  }
+
+  deleteAlarm(options?: unknown): Promise<void> {
+    return this.storage.deleteAlarm(options);
   }
 }

@@ -56,7 +56,7 @@ export class Invocation implements EffectScope {
   /** Callees this invocation hosts that are still live; they die with it. */
   readonly callees = new Set<Invocation>();
   private effects = 0;
-  private onDeath: (() => void) | undefined;
+  private readonly onDeath: (() => void)[] = [];
   private onCancel: ((error: Error) => void) | undefined;
 
   constructor(
@@ -130,9 +130,12 @@ export class Invocation implements EffectScope {
     Promise.resolve(promise).then(settled, settled);
   }
 
-  /** Called once, when the invocation dies; a callee uses it to fail its caller's call. */
+  /**
+   * Calls `callback` once, when the invocation dies: a callee fails its caller's call so, and a
+   * Durable Object undoes the transaction the invocation had open.
+   */
   whenDead(callback: () => void): void {
-    this.onDeath = callback;
+    if (this.live) this.onDeath.push(callback);
   }
 
   /** Called once, if the runtime cancels the invocation (see `cancel`). */
@@ -158,6 +161,6 @@ export class Invocation implements EffectScope {
     for (const callee of this.callees) callee.kill();
     this.callees.clear();
     this.parent?.callees.delete(this);
-    this.onDeath?.();
+    for (const callback of this.onDeath.splice(0)) callback();
   }
 }

@@ -1,0 +1,32 @@
+/**
+ * `ctx.storage.transaction()` of a SQLite-backed Durable Object, as workerd runs it
+ * (js/test/fixtures/do-transaction): every storage call inside it is part of it (SQL and
+ * `ctx.storage.put` too, not only `txn`), an invocation that dies inside it commits nothing, and
+ * no other call reaches the object until it settles. The bare versions of the same code show what
+ * the transaction is there for.
+ */
+
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { check } from "../src/index.ts";
+import { violated } from "./verdict.ts";
+
+const fixture = (name: string) =>
+  join(dirname(fileURLToPath(import.meta.url)), "fixtures", "do-transaction", name);
+
+describe("a Durable Object's storage.transaction()", () => {
+  it("undoes SQL and ctx.storage writes when its invocation dies inside it", async () => {
+    expect((await check(fixture("transfer.sim.ts"))).verdict).toBe("BOUNDED");
+    const bare = violated(await check(fixture("transfer.bare.sim.ts")));
+    expect(bare.message).toBe("the accounts hold 70, but 100 was deposited");
+    expect(bare.faults).toMatchObject([{ kind: "crash_before", invocation: "req-1#1/0", effect: 0 }]);
+  });
+
+  it("keeps other calls out of the object until it settles", async () => {
+    expect((await check(fixture("deposits.sim.ts"))).verdict).toBe("BOUNDED");
+    const bare = violated(await check(fixture("deposits.bare.sim.ts")));
+    expect(bare.message).toBe("bob holds 10, but 20 was deposited");
+    expect(bare.faults).toEqual([]);
+  });
+});
