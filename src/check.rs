@@ -624,6 +624,7 @@ impl Check {
             self.run
                 .trace_with(|| format!("redeliver {name}#{delivery}"));
         } else {
+            self.run.record_refused_redelivery();
             // A shrunk schedule may allow fewer redeliveries than the bounds; say how many.
             let allowed = active.redeliveries_max;
             self.run.trace_with(|| {
@@ -868,6 +869,7 @@ impl Check {
                     violation: violation.clone(),
                     faults: self.run.faults().to_vec(),
                     redeliveries_used: self.run.redeliveries_used(),
+                    redeliveries_refused: self.run.redeliveries_refused(),
                     choices: self.run.choices().to_vec(),
                     trace: self.run.trace_lines().to_vec(),
                     fingerprint: self.run.fingerprint(),

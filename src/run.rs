@@ -48,6 +48,8 @@ pub struct Run {
     redeliveries: Vec<u32>,
     /// The highest redelivery granted to work the platform made (queue batches, alarms).
     platform_redeliveries: u32,
+    /// Redeliveries the run's bound refused (a client that would have resent, a platform retry).
+    redeliveries_refused: u32,
     /// The number of scheduling points so far.
     points: usize,
     /// The scheduling choices that were not the default.
@@ -78,6 +80,7 @@ impl Run {
             effects: 0,
             redeliveries,
             platform_redeliveries: 0,
+            redeliveries_refused: 0,
             points: 0,
             choices: Vec::new(),
             last_process: None,
@@ -270,6 +273,14 @@ impl Run {
 
     pub fn record_platform_redelivery(&mut self, redelivery: u32) {
         self.platform_redeliveries = self.platform_redeliveries.max(redelivery);
+    }
+
+    pub fn record_refused_redelivery(&mut self) {
+        self.redeliveries_refused += 1;
+    }
+
+    pub fn redeliveries_refused(&self) -> u32 {
+        self.redeliveries_refused
     }
 
     /// The most redeliveries any event, or any work of the platform, used in the run.

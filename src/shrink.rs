@@ -41,6 +41,9 @@ pub struct Outcome {
     pub violation: Option<Violation>,
     pub faults: Vec<Fault>,
     pub redeliveries_used: u32,
+    /// Redeliveries the candidate's bound refused: a client that would have resent, a platform
+    /// retry Cloudflare would have made.
+    pub redeliveries_refused: u32,
     /// The scheduling choices the run made that were not the default.
     pub choices: Vec<Choice>,
     pub trace: Vec<String>,
@@ -55,6 +58,11 @@ pub struct Best {
     pub message: String,
     pub trace: Vec<String>,
     pub fingerprint: u64,
+    /// Redeliveries the bound refused in this run. The violating run found by exploring refused
+    /// only what the check's bounds refuse; a smaller run that refuses more (a client that stops
+    /// resending while it has retries) is a run the check never explores, and the clients the
+    /// scenario describes never make, so it is no smaller counterexample.
+    pub redeliveries_refused: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +105,7 @@ impl Shrinker {
                 message: violation.message,
                 trace: Vec::new(),
                 fingerprint,
+                redeliveries_refused: 0,
             },
             stage: Stage::Verify,
             pending: None,
@@ -239,7 +248,9 @@ impl Shrinker {
         let success = outcome
             .violation
             .as_ref()
-            .is_some_and(|v| v.invariant == self.invariant);
+            .is_some_and(|v| v.invariant == self.invariant)
+            && (self.stage == Stage::Verify
+                || outcome.redeliveries_refused <= self.best.redeliveries_refused);
         match self.stage {
             Stage::Verify => {
                 if !success {
@@ -337,6 +348,7 @@ impl Shrinker {
             message: violation.message,
             trace: outcome.trace,
             fingerprint: outcome.fingerprint,
+            redeliveries_refused: outcome.redeliveries_refused,
         };
     }
 }
@@ -422,6 +434,7 @@ mod tests {
             }),
             faults: fired,
             redeliveries_used: used,
+            redeliveries_refused: 0,
             choices: schedule.choices.clone(),
             trace: vec![format!("{schedule:?}")],
             fingerprint: fingerprint_of(schedule),
@@ -507,6 +520,7 @@ mod tests {
                 }),
                 faults: vec![fault(FaultKind::CrashAfter, 0, 0), platform.clone()],
                 redeliveries_used: 1,
+                redeliveries_refused: 0,
                 choices: vec![],
                 trace: vec![],
                 fingerprint: 0,
@@ -544,6 +558,7 @@ mod tests {
             }),
             faults: vec![],
             redeliveries_used: 0,
+            redeliveries_refused: 0,
             choices: vec![],
             trace: vec![],
             fingerprint: 7,
@@ -567,6 +582,52 @@ mod tests {
             shrinker.report(always(&candidate.schedule)).unwrap();
         }
         assert_eq!(shrinker.best().schedule.events, vec![2]);
+    }
+
+    #[test]
+    fn keeps_the_resends_the_client_would_make() {
+        // A crash kills req-1's first delivery; its client resends while it has retries. The
+        // invariant ("nothing left pending") breaks with the resend (it takes a shortcut) and
+        // also without it, but a run whose client stops resending is not one the check explores.
+        let run = |schedule: &Schedule| {
+            let resent = schedule.redeliveries_max >= 1;
+            Outcome {
+                violation: Some(Violation {
+                    invariant: "no-pending-left".into(),
+                    message: if resent {
+                        "the resend took a shortcut"
+                    } else {
+                        "the client gave up"
+                    }
+                    .into(),
+                }),
+                faults: schedule.faults.clone(),
+                redeliveries_used: u32::from(resent),
+                redeliveries_refused: u32::from(!resent),
+                choices: vec![],
+                trace: vec![],
+                fingerprint: fingerprint_of(schedule),
+            }
+        };
+        let original = Schedule {
+            base_seed: 7,
+            events: vec![0],
+            faults: vec![fault(FaultKind::CrashBefore, 0, 2)],
+            redeliveries_max: 3,
+            choices: vec![],
+        };
+        let first = run(&original);
+        let mut shrinker = Shrinker::new(
+            original,
+            first.violation.clone().unwrap(),
+            first.fingerprint,
+            100,
+        );
+        while let Some(candidate) = shrinker.next_candidate() {
+            shrinker.report(run(&candidate.schedule)).unwrap();
+        }
+        assert_eq!(shrinker.best().schedule.redeliveries_max, 1);
+        assert_eq!(shrinker.best().message, "the resend took a shortcut");
     }
 
     /// A shrinker started on the minimal violating run of `oracle`, and that run's outcome.
@@ -642,6 +703,7 @@ mod choice_tests {
             }),
             faults: vec![],
             redeliveries_used: 0,
+            redeliveries_refused: 0,
             choices: schedule.choices.clone(),
             trace: vec![format!("{:?}", schedule.choices)],
             fingerprint: 0,
@@ -688,6 +750,7 @@ mod choice_tests {
             }),
             faults: schedule.faults.clone(),
             redeliveries_used: schedule.redeliveries_max,
+            redeliveries_refused: 0,
             choices: schedule.choices.clone(),
             trace: vec![format!("{:?} {:?}", schedule.faults, schedule.choices)],
             fingerprint: 0,

@@ -172,7 +172,7 @@ describe("every example's page", () => {
   const cases = [
     {
       sim: "d1-transfer/transfer.sim.ts",
-      lanes: ["Client", "req-3#1", "D1:DB"],
+      lanes: ["Client", "req-3#1", "req-3#2", "D1:DB"],
       fault: /crash_before at req-3#1 effect #1 \(D1:DB run\)/,
       shows: [
         "run (never made)",
