@@ -120,6 +120,21 @@ describe("readWranglerConfig", () => {
     );
   });
 
+  it("reads a queue consumer's max_concurrency, null as the default, and refuses what Cloudflare does not allow", () => {
+    const consumer = (value: string) =>
+      readWranglerConfig(
+        write(
+          "wrangler.json",
+          `{ "name": "q", "queues": { "consumers": [{ "queue": "a", "max_concurrency": ${value} }] } }`,
+        ),
+      ).queueConsumers[0];
+    expect(consumer("1")?.maxConcurrency).toBe(1);
+    expect(consumer("null")).not.toHaveProperty("maxConcurrency");
+    expect(() => consumer("0")).toThrow(
+      /queues.consumers\[0\].max_concurrency must be a whole number from 1 to 250/,
+    );
+  });
+
   it("fills in empty bindings and leaves optional fields out", () => {
     const file = write("wrangler.json", `{ "name": "bare" }`);
     expect(readWranglerConfig(file)).toEqual({

@@ -53,6 +53,8 @@ export interface QueueConsumer {
   readonly maxRetries: number;
   readonly deadLetterQueue?: string;
   readonly retryDelay?: number;
+  /** Consumer invocations of the queue live at once at most; absent, Cloudflare scales them out. */
+  readonly maxConcurrency?: number;
 }
 
 export interface WorkerConfig {
@@ -294,6 +296,16 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
     const maxRetries = optionalNumber(entry.max_retries, `${at}.max_retries`) ?? 3;
     if (!Number.isInteger(maxRetries) || maxRetries > 100)
       fail(`${at}.max_retries must be a whole number up to 100`);
+    // null is wrangler's way of asking for the default, autoscaling.
+    const maxConcurrency =
+      entry.max_concurrency === null
+        ? undefined
+        : optionalNumber(entry.max_concurrency, `${at}.max_concurrency`);
+    if (
+      maxConcurrency !== undefined &&
+      (!Number.isInteger(maxConcurrency) || maxConcurrency < 1 || maxConcurrency > 250)
+    )
+      fail(`${at}.max_concurrency must be a whole number from 1 to 250`);
     return [
       {
         queue,
@@ -301,6 +313,7 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
         maxRetries,
         ...(deadLetterQueue !== undefined ? { deadLetterQueue } : {}),
         ...(retryDelay !== undefined ? { retryDelay } : {}),
+        ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
       },
     ];
   });

@@ -36,6 +36,11 @@ export interface PlatformWork {
    * `batch-1#2`): interleaved runs name the step that starts the work after it.
    */
   readonly invocation?: string;
+  /**
+   * Work that may not run more than `max` at once with the other work of its `group` (a queue
+   * consumer's `max_concurrency`): it waits, in order, until one of them is over.
+   */
+  readonly limit?: { readonly group: string; readonly max: number };
   run(context: RunContext, id: string): Promise<void>;
 }
 

@@ -48,7 +48,7 @@ import type { D1StatementSpec, Engine, FootprintEntry } from "../engine.ts";
 import { InputError } from "../errors.ts";
 import type { WorkerConfig } from "../load/wrangler.ts";
 import { adoptDates } from "./clone.ts";
-import type { RunContext } from "./context.ts";
+import type { PlatformWork, RunContext } from "./context.ts";
 import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
 import { callHandler } from "./handlers.ts";
 import type { Invocation } from "./invocation.ts";
@@ -388,11 +388,18 @@ function scheduleBatch(run: RunContext, queue: SimQueue): void {
   waiting.add(queue.name);
   run.later({
     kind: "batch",
+    ...consumerLimit(queue),
     run: async (context, name) => {
       waiting.delete(queue.name);
       await deliverNewBatch(context, queue, name);
     },
   });
+}
+
+/** A consumer's `max_concurrency`: its batches, first deliveries and retries alike, live at once at most. */
+function consumerLimit(queue: SimQueue): Pick<PlatformWork, "limit"> {
+  const max = queue.consumer?.settings.maxConcurrency;
+  return max === undefined ? {} : { limit: { group: `queue ${queue.name}`, max } };
 }
 
 /**
@@ -492,6 +499,7 @@ async function deliverLeased(
       // (`batch-1#2`), so the name the run offers here is not used.
       kind: "redelivery",
       invocation: `${name}#${delivery + 1}`,
+      ...consumerLimit(queue),
       run: (context) => deliverLeased(context, queue, name, delivery + 1),
     });
   }

@@ -87,6 +87,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private readonly live = new Set<Invocation>();
   private readonly exports = new Map<SimWorker, Exports>();
   private readonly pending: PlatformWork[] = [];
+  /** Interleaved runs: platform work of each limited group under way (`PlatformWork.limit`). */
+  private readonly groupTasks = new Map<string, number>();
   private readonly platformCounts = new Map<string, number>();
   private readonly memos = new Map<string, unknown>();
   private running: Invocation | undefined;
@@ -369,7 +371,9 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
         if (index !== undefined) {
           steps.push(this.eventStep(index, () => next++));
         }
-        const work = this.pending[0];
+        const work = this.pending.find(
+          (w) => !w.limit || (this.groupTasks.get(w.limit.group) ?? 0) < w.limit.max,
+        );
         if (work) steps.push(this.platformStep(work));
       }
       if (steps.length === 0) return;
@@ -441,7 +445,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     };
   }
 
-  /** Starting the oldest piece of platform work (a queue batch, an alarm). */
+  /** Starting the oldest piece of platform work its group's limit lets start (a queue batch, an alarm). */
   private platformStep(work: PlatformWork): Step {
     const n = (this.platformCounts.get(work.kind) ?? 0) + 1;
     const id = `${work.kind}-${n}`;
@@ -451,10 +455,17 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       // time): unknown footprint.
       option: { label: `deliver ${invocation}`, invocation, footprint: [] },
       take: () => {
-        this.pending.shift();
+        this.pending.splice(this.pending.indexOf(work), 1);
         this.countPlatformWork();
         this.platformCounts.set(work.kind, n);
-        this.startTask(() => work.run(this, id));
+        const group = work.limit?.group;
+        if (group === undefined) {
+          this.startTask(() => work.run(this, id));
+          return;
+        }
+        this.groupTasks.set(group, (this.groupTasks.get(group) ?? 0) + 1);
+        const over = () => this.groupTasks.set(group, (this.groupTasks.get(group) ?? 1) - 1);
+        this.startTask(() => work.run(this, id).finally(over));
       },
     };
   }
