@@ -68,8 +68,9 @@ pub struct Best {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
     Verify,
-    /// Try removing the event at this position of the best schedule.
-    Events(usize),
+    /// Try removing the event at this position of the best schedule; `shifted`: with the
+    /// platform's invocations renumbered one down (tried after the plain removal fails).
+    Events(usize, bool),
     /// Try removing the fault at this position; `renumbered`: the candidate that also renumbers
     /// the later deliveries of its event (tried first, when there are any).
     Faults(usize, bool),
@@ -150,9 +151,19 @@ impl Shrinker {
                 // At least one event stays: a run of none tests only the setup, which is no
                 // counterexample to the scenario (an invariant that the setup's state breaks
                 // says the events must all run, which no shrinking can keep).
-                Stage::Events(at) if at < best.events.len() && best.events.len() > 1 => {
+                Stage::Events(at, shifted) if at < best.events.len() && best.events.len() > 1 => {
                     let removed = best.events[at];
-                    let mut schedule = best.clone();
+                    let mut schedule = if shifted {
+                        match platform_shifted(best, &self.events) {
+                            Some(schedule) => schedule,
+                            None => {
+                                self.stage = Stage::Events(at + 1, false);
+                                continue;
+                            }
+                        }
+                    } else {
+                        best.clone()
+                    };
                     schedule.events.remove(at);
                     // Faults on the platform's invocations stay: they may or may not fire
                     // without the event, and normalizing to the fired faults tidies up.
@@ -180,7 +191,7 @@ impl Shrinker {
                         strict: false,
                     }
                 }
-                Stage::Events(_) => {
+                Stage::Events(..) => {
                     self.stage = Stage::Faults(0, true);
                     continue;
                 }
@@ -270,20 +281,22 @@ impl Shrinker {
                     )));
                 }
                 self.accept(&candidate, outcome);
-                self.stage = Stage::Events(0);
+                self.stage = Stage::Events(0, false);
             }
-            Stage::Events(at) => {
+            Stage::Events(at, shifted) => {
                 self.stage = if success {
                     self.accept(&candidate, outcome);
-                    Stage::Events(0)
+                    Stage::Events(0, false)
+                } else if shifted {
+                    Stage::Events(at + 1, false)
                 } else {
-                    Stage::Events(at + 1)
+                    Stage::Events(at, true)
                 };
             }
             Stage::Faults(at, renumbered) => {
                 self.stage = if success {
                     self.accept(&candidate, outcome);
-                    Stage::Events(0)
+                    Stage::Events(0, false)
                 } else if renumbered {
                     Stage::Faults(at, false)
                 } else {
@@ -293,7 +306,7 @@ impl Shrinker {
             Stage::Choices(at) => {
                 self.stage = if success {
                     self.accept(&candidate, outcome);
-                    Stage::Events(0)
+                    Stage::Events(0, false)
                 } else {
                     Stage::Choices(at + 1)
                 };
@@ -303,7 +316,7 @@ impl Shrinker {
                 if success {
                     self.accept(&candidate, outcome);
                     self.redeliveries_floor = count;
-                    self.stage = Stage::Events(0);
+                    self.stage = Stage::Events(0, false);
                 } else {
                     self.redeliveries_floor = count + 1;
                     self.stage = Stage::Redeliveries(count + 1);
@@ -381,6 +394,46 @@ fn without_fault_renumbered(best: &Schedule, at: usize, events: &[String]) -> Op
         changed |= renumber(&mut choice.take.invocation);
         if let Some(instead) = &mut choice.instead {
             changed |= renumber(&mut instead.invocation);
+        }
+    }
+    changed.then_some(schedule)
+}
+
+/// `best` with the platform's invocations in its faults and choices numbered one down
+/// (`batch-3#1` becomes `batch-2#1`, `alarm-2#1/0` becomes `alarm-1#1/0`): the platform numbers
+/// its work in the order the run made it, so removing an event that made a batch or set an alarm
+/// renames every later one. `None` when no platform invocation numbered above 1 is named.
+fn platform_shifted(best: &Schedule, events: &[String]) -> Option<Schedule> {
+    let shift = |invocation: &mut String| -> bool {
+        if events
+            .iter()
+            .any(|e| invocation.starts_with(&format!("{e}#")))
+        {
+            return false;
+        }
+        let Some(hash) = invocation.find('#') else {
+            return false;
+        };
+        let Some(dash) = invocation[..hash].rfind('-') else {
+            return false;
+        };
+        match invocation[dash + 1..hash].parse::<u32>() {
+            Ok(n) if n > 1 => {
+                *invocation = format!("{}{}{}", &invocation[..=dash], n - 1, &invocation[hash..]);
+                true
+            }
+            _ => false,
+        }
+    };
+    let mut schedule = best.clone();
+    let mut changed = false;
+    for fault in schedule.faults.iter_mut().filter(|f| f.event.is_none()) {
+        changed |= shift(&mut fault.invocation);
+    }
+    for choice in &mut schedule.choices {
+        changed |= shift(&mut choice.take.invocation);
+        if let Some(instead) = &mut choice.instead {
+            changed |= shift(&mut instead.invocation);
         }
     }
     changed.then_some(schedule)
@@ -484,6 +537,73 @@ mod tests {
         assert_eq!(best.schedule.redeliveries_max, 1);
         assert_eq!(best.message, "1 faults");
         assert_eq!(shrinker.runs(), candidates);
+    }
+
+    #[test]
+    fn renumbers_the_platform_work_an_event_made_when_it_drops_the_event() {
+        // Each of three messages makes one batch, numbered in the order the run made them; the
+        // invariant breaks when the third message's batch dies before its acknowledgement.
+        let with_events = |events: &[u32]| -> Vec<String> {
+            events
+                .iter()
+                .enumerate()
+                .map(|(n, _)| format!("batch-{}#1", n + 1))
+                .collect()
+        };
+        let run = |schedule: &Schedule| {
+            let batches = with_events(&schedule.events);
+            let third = schedule
+                .events
+                .iter()
+                .position(|e| *e == 2)
+                .map(|at| batches[at].clone());
+            let fired: Vec<Fault> = schedule
+                .faults
+                .iter()
+                .filter(|f| batches.contains(&f.invocation))
+                .cloned()
+                .collect();
+            let broken = third.is_some_and(|b| fired.iter().any(|f| f.invocation == b));
+            Outcome {
+                violation: broken.then(|| Violation {
+                    invariant: "credited-at-most-once".into(),
+                    message: "credited twice".into(),
+                }),
+                faults: fired,
+                redeliveries_used: 0,
+                redeliveries_refused: 0,
+                choices: vec![],
+                trace: vec![],
+                fingerprint: fingerprint_of(schedule),
+            }
+        };
+        let platform = |invocation: &str| Fault {
+            kind: FaultKind::CrashBefore,
+            invocation: invocation.into(),
+            event: None,
+            effect: 1,
+            label: "Queue:deposits ack".into(),
+        };
+        let original = Schedule {
+            base_seed: 7,
+            events: vec![0, 1, 2],
+            faults: vec![platform("batch-3#1")],
+            redeliveries_max: 0,
+            choices: vec![],
+        };
+        let first = run(&original);
+        let mut shrinker = Shrinker::new(
+            original,
+            first.violation.clone().unwrap(),
+            first.fingerprint,
+            100,
+        )
+        .for_events(vec!["msg-1".into(), "msg-2".into(), "msg-3".into()]);
+        while let Some(candidate) = shrinker.next_candidate() {
+            shrinker.report(run(&candidate.schedule)).unwrap();
+        }
+        assert_eq!(shrinker.best().schedule.events, vec![2]);
+        assert_eq!(shrinker.best().schedule.faults, vec![platform("batch-1#1")]);
     }
 
     #[test]

@@ -131,6 +131,12 @@ export interface FinalState {
   /** Messages still waiting in a queue (bodies), and those dead-lettered. */
   queue(name: string): unknown[];
   /**
+   * The driver's events this run delivered, in order (`req-1`, `msg-3`): all of them when
+   * exploring, those a counterexample keeps once it is shrunk. An invariant that compares the
+   * state with what was sent counts only these.
+   */
+  readonly events: readonly string[];
+  /**
    * What every client got: one entry per delivery (status 0 when it got no answer).
    * `unfinished`: the delivery got no answer and the client had retries left, but the check's
    * bounds (`maxRedeliveries`, or a schedule the shrinker cut down) allowed no resend, so

@@ -163,7 +163,13 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
       if (plan.trace) engine.trace(FINAL_STATE);
       const violation = hostViolation(
         scenario.invariants,
-        finalState(engine, world, run.responses, run.nowMs()),
+        finalState(
+          engine,
+          world,
+          run.responses,
+          run.nowMs(),
+          plan.events.map((index) => events[index]?.id ?? `event ${index}`),
+        ),
         world.file,
       );
       try {

@@ -191,11 +191,11 @@ describe("every example's page", () => {
     },
     {
       sim: "queues/deposits.sim.ts",
-      lanes: ["Producer", "Queue:deposits", "batch-1#1", "batch-2#1", "batch-3#1", "batch-3#2", "D1:DB"],
-      fault: /crash_before at batch-3#1 effect #1 \(Queue:deposits ack\)/,
+      lanes: ["Producer", "Queue:deposits", "batch-1#1", "batch-1#2", "D1:DB"],
+      fault: /crash_before at batch-1#1 effect #1 \(Queue:deposits ack\)/,
       shows: [
-        "msg-1 sent to queue deposits",
-        "the platform delivers it again: batch-3#2",
+        "msg-3 sent to queue deposits",
+        "the platform delivers it again: batch-1#2",
         "failed: acked 0, retried 1",
       ],
     },

@@ -25,6 +25,7 @@ export function finalState(
   world: World,
   responses: readonly ClientResponse[],
   nowMs: number,
+  events: readonly string[],
 ): FinalState {
   const kvEngine = { d1Run: engine.d1Run.bind(engine), trace: engine.trace.bind(engine), nowMs: () => nowMs };
   // A query the engine refuses is the scenario's mistake (a typo, a table that does not exist),
@@ -98,6 +99,7 @@ export function finalState(
         throw new InputError(world.file, `it reads queue ${name}, which the scenario does not have`);
       return queueBodies(engine, queue.store);
     },
+    events,
     responses,
   };
 }
