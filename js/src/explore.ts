@@ -48,10 +48,12 @@ interface CheckHeader {
  * Something about the runs of a BOUNDED or INCOMPLETE check that makes its verdict say less
  * than it seems to: `no-binding-call`, no run reached a binding, so no fault was tried and
  * nothing interleaved; `no-request-succeeded`, every request the driver sent was answered 500 or
- * more (or not at all) in every run, so the invariants held over a Worker that fails.
+ * more (or not at all) in every run, so the invariants held over a Worker that fails;
+ * `platform-retries-cut`, `maxRedeliveries` refused a retry Cloudflare would make (a queue batch
+ * within its `max_retries`, an alarm within its 6 retries), so what follows was not explored.
  */
 export interface CheckWarning {
-  readonly kind: "no-binding-call" | "no-request-succeeded";
+  readonly kind: "no-binding-call" | "no-request-succeeded" | "platform-retries-cut";
   readonly message: string;
 }
 
@@ -240,10 +242,15 @@ class Reach {
   private answered = false;
   /** The first failed request of the first run that had one, as a warning quotes it. */
   private failure: string | undefined;
+  /** The platform's retry the bound refused with the highest delivery over the runs. */
+  private retryCut: Run["retryCut"];
 
   add(run: Run): void {
     this.runs++;
     this.effects ||= run.effects > 0;
+    if (run.retryCut && (!this.retryCut || run.retryCut.deliveries > this.retryCut.deliveries)) {
+      this.retryCut = run.retryCut;
+    }
     for (const response of run.responses) {
       this.responses = true;
       if (response.status > 0 && response.status < 500) this.answered = true;
@@ -257,7 +264,7 @@ class Reach {
       warnings.push({
         kind: "no-binding-call",
         message:
-          "No run reached a binding call, so no fault was injected and no interleaving tried: the invariants held over the requests alone.",
+          "No run reached a binding call, so no fault was injected and no interleaving tried: the invariants held over the events alone.",
       });
     }
     if (this.responses && !this.answered) {
@@ -266,8 +273,21 @@ class Reach {
         message: `No request got an answer below 500 in any run (first: ${this.failure}), so the invariants held over a Worker that fails.`,
       });
     }
+    if (this.retryCut) {
+      const { work, delivery, deliveries } = this.retryCut;
+      warnings.push({
+        kind: "platform-retries-cut",
+        message: `maxRedeliveries stopped the platform's retries: Cloudflare would deliver ${work} a ${ordinal(delivery)} time, and up to ${deliveries} times in all, but what follows (more retries, dead-lettering) was not explored. maxRedeliveries ${deliveries - 1} covers them.`,
+      });
+    }
     return warnings.length > 0 ? { warnings } : {};
   }
+}
+
+function ordinal(n: number): string {
+  const tens = n % 100;
+  const suffix = tens >= 11 && tens <= 13 ? "th" : (["th", "st", "nd", "rd"][n % 10] ?? "th");
+  return `${n}${suffix}`;
 }
 
 /** A failed answer as a warning quotes it: the exception the delivery threw, else the answer. */

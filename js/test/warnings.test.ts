@@ -1,6 +1,7 @@
 /**
  * A verdict that found nothing says so when its runs could not have found much
- * (js/test/fixtures/warnings): no run reached a binding, or no request got an answer below 500.
+ * (js/test/fixtures/warnings): no run reached a binding, no request got an answer below 500, or
+ * the bounds stopped retries the platform would make.
  * The verdict and exit code stay what the runs earned; the report adds a warning.
  */
 
@@ -41,6 +42,15 @@ describe("a verdict's warnings", () => {
     expect(result.verdict).toBe("BOUNDED");
     expect(result).not.toHaveProperty("warnings");
     expect(renderReport(result)).not.toContain("Warning");
+  });
+
+  it("say that the bounds stopped the platform's retries short of the dead letter queue", async () => {
+    const result = await check(fixture("poison.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+    expect(kinds(result)).toContain("platform-retries-cut");
+    expect(renderReport(result)).toContain("maxRedeliveries 5 covers them.");
+    // With those retries, the dead-lettering the warning spoke of is found.
+    expect((await check(fixture("poison.retries.sim.ts"))).verdict).toBe("VIOLATED");
   });
 
   it("survive a merge only when every shard gives them", async () => {

@@ -294,7 +294,10 @@ async function deliverAlarm(
   for (let attempt = 1; attempt <= ALARM_DELIVERIES_MAX; attempt++) {
     const alarm = readAlarm(slot.store);
     if (!alarm || alarm.generation !== generation) return;
-    if (attempt > 1 && !run.engine.redeliverPlatform(work, attempt)) break;
+    if (attempt > 1 && !run.engine.redeliverPlatform(work, attempt)) {
+      run.retryRefused?.(work, attempt, ALARM_DELIVERIES_MAX);
+      break;
+    }
     // The alarm runs at its time, a retry after Cloudflare's backoff (2 s, doubling).
     run.advanceClockTo(
       attempt === 1 ? alarm.time : run.nowMs() + ALARM_RETRY_BACKOFF_MS * 2 ** (attempt - 2),

@@ -493,7 +493,9 @@ async function deliverLeased(
   if (waiting > 0) scheduleBatch(run, queue);
   // Each retry is one more delivery of the batch, bounded by max_retries (settle) and by the
   // run's redeliveries, which the engine grants like a client's resends and shrinks.
-  if (owed > 0 && engine.redeliverPlatform(name, delivery + 1)) {
+  const retried = owed > 0 && engine.redeliverPlatform(name, delivery + 1);
+  if (owed > 0 && !retried) run.retryRefused?.(name, delivery + 1, queue.consumer.settings.maxRetries + 1);
+  if (retried) {
     run.later({
       // The run names platform work by its kind; a redelivery keeps the batch's own name
       // (`batch-1#2`), so the name the run offers here is not used.

@@ -116,6 +116,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   effects = 0;
   /** The first delivery of a driver's event that threw, and what it threw, for the report. */
   firstThrow: string | undefined;
+  /** The platform's retry the run's bound refused with the highest delivery, if any. */
+  retryCut: { readonly work: string; readonly delivery: number; readonly deliveries: number } | undefined;
   /** Interleaved runs: events and platform work started and not over (resends included). */
   private tasks = 0;
   /** Interleaved runs: what `deliver` waits on, by top-level invocation, until it ends. */
@@ -305,6 +307,11 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
 
   respond(response: ClientResponse): void {
     this.responses.push(response);
+  }
+
+  retryRefused(work: string, delivery: number, deliveries: number): void {
+    if (!this.retryCut || deliveries > this.retryCut.deliveries)
+      this.retryCut = { work, delivery, deliveries };
   }
 
   trace(line: string): void {
