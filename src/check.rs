@@ -802,9 +802,11 @@ impl Check {
         let Some(active) = self.active.take() else {
             return Err(Error::new("endRun was called outside a run"));
         };
+        let mut unapplied = None;
         if let Some(mut replay) = active.replay {
             let more = replay.end_run()?;
             debug_assert!(!more, "a replay is one run");
+            unapplied = replay.unapplied_choice().cloned();
         }
         let violation = self.first_violation()?.or(host);
         let state = std::mem::replace(
@@ -890,8 +892,27 @@ impl Check {
                 }) {
                     return Err(self.break_with(Error::new(format!(
                         "the run seed names a fault at {} effect #{}, which this run never \
-                         reached: the Worker or the scenario changed since the seed was printed",
+                         reached or where that fault cannot happen: the Worker or the scenario \
+                         changed since the seed was printed, or the seed was edited",
                         missed.invocation, missed.effect
+                    ))));
+                }
+                // So may a scheduling choice at a step the run no longer offers; without it the
+                // replay would run another interleaving and could read as a fix.
+                if let Some(choice) = unapplied {
+                    let step = |step: &crate::schedule::Step| match step.effect {
+                        Some(effect) => format!("{} effect #{effect}", step.invocation),
+                        None => format!("the delivery of {}", step.invocation),
+                    };
+                    let instead = choice
+                        .instead
+                        .as_ref()
+                        .map_or_else(String::new, |i| format!(" instead of {}", step(i)));
+                    return Err(self.break_with(Error::new(format!(
+                        "the run seed names a scheduling choice, {}{instead}, which this run \
+                         never offered: the Worker or the scenario changed since the seed was \
+                         printed, or the seed was edited",
+                        step(&choice.take)
                     ))));
                 }
                 let run_seed = schedule.encode(&self.config.events);

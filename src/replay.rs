@@ -8,7 +8,7 @@
 //! does `--replay <run seed>`.
 
 use crate::error::{Error, Result};
-use crate::schedule::{FaultKind, Schedule};
+use crate::schedule::{Choice, FaultKind, Schedule};
 use crate::strategy::{ChoicePoint, Decision, Point, Strategy};
 
 #[derive(Debug)]
@@ -33,6 +33,12 @@ impl Replay {
 
     pub fn schedule(&self) -> &Schedule {
         &self.schedule
+    }
+
+    /// The first of the schedule's choices the run never got to apply, if any: a choice at a
+    /// step the run never offered.
+    pub fn unapplied_choice(&self) -> Option<&Choice> {
+        self.schedule.choices.get(self.next_choice)
     }
 }
 

@@ -361,7 +361,11 @@ function readResult(file: string): CheckResult {
 /** The merged verdict: a shard's VIOLATED report as it is, or the merged coverage. */
 function renderMerged(merged: MergedResult): string {
   if (merged.verdict === "VIOLATED") return renderReport(merged);
-  const head = `${merged.verdict}  ${merged.scenario}  (seed ${merged.seed}), ${merged.shards} shards merged`;
+  const given =
+    merged.verdict === "INCOMPLETE" && merged.missing.length > 0
+      ? `${merged.shards - merged.missing.length} of ${merged.shards}`
+      : `${merged.shards}`;
+  const head = `${merged.verdict}  ${merged.scenario}  (seed ${merged.seed}), ${given} shards merged`;
   if (merged.verdict === "BOUNDED") {
     return [
       head,

@@ -48,7 +48,10 @@ export function renderReport(result: CheckResult, notes: readonly string[] = [])
         ...interleaving(result),
         "",
         `Replay: ${replayCommand(result, result.runSeed)}`,
-        `Found after ${plural(result.runs, "schedule")} in ${seconds(result.elapsedMs)}; shrunk in ${plural(result.shrinkRuns, "run")}.`,
+        // Shrinking runs the found schedule again at least once; a replay (--replay) shrinks nothing.
+        result.shrinkRuns === 0
+          ? `Replayed the run seed in ${seconds(result.elapsedMs)}.`
+          : `Found after ${plural(result.runs, "schedule")} in ${seconds(result.elapsedMs)}; shrunk in ${plural(result.shrinkRuns, "run")}.`,
       ].join("\n");
     case "BOUNDED":
       return [

@@ -123,7 +123,20 @@ describe("a run seed that no longer fits the Worker", () => {
     const error = await check(signup, { replay: "b694ecc921a7ce19:1,2:A1.1@9:0" }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InputError);
     expect((error as InputError).problem).toBe(
-      "--replay: the run seed names a fault at req-1#1 effect #9, which this run never reached: the Worker or the scenario changed since the seed was printed",
+      "--replay: the run seed names a fault at req-1#1 effect #9, which this run never reached or where that fault cannot happen: the Worker or the scenario changed since the seed was printed, or the seed was edited",
     );
+  });
+
+  it("naming a scheduling choice at a step the run never offers is refused too", async () => {
+    const signup = new URL("../../examples/signup-race/signup.sim.ts", import.meta.url).pathname;
+    // The example's printed seed chooses at req-1#1 effect #1; effect #7 never comes.
+    const error = await check(signup, { replay: "b694ecc921a7ce19:1,2:-:0:1.1@7=2.1" }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toBe(
+      "--replay: the run seed names a scheduling choice, the delivery of req-2#1 instead of req-1#1 effect #7, which this run never offered: the Worker or the scenario changed since the seed was printed, or the seed was edited",
+    );
+    expect((await check(signup, { replay: "b694ecc921a7ce19:1,2:-:0:1.1@1=2.1" })).verdict).toBe("VIOLATED");
   });
 });
