@@ -22,6 +22,10 @@ describe("cron with ctx.waitUntil", () => {
     expect(result.faults[0]).toMatchObject({ invocation: `${event}#1`, effect: 1, label: "D1:DB batch" });
     expect(result.trace).toContain(`${event}#1 effect #0 D1:DB run: proceed`);
     expect(result.trace.some((line) => line.startsWith(`${event}#1 effect #1 D1:DB batch: `))).toBe(true);
+    // A tick that died in its waitUntil work did not finish, though its handler had returned.
+    expect(result.faults[0]?.kind).toBe("crash_before");
+    expect(result.trace).toContain(`${event}#1 died`);
+    expect(result.trace).not.toContain(`${event}#1 finished`);
   });
 
   it("holds an invariant the waitUntil batch keeps, after exploring faults there", async () => {

@@ -30,7 +30,8 @@ export function cronEvents(driver: CronDriver, first: number): SimEvent[] {
           worker: main,
           body: (ctx, env) => callHandler(run, main, undefined, "scheduled", controller, env, ctx),
         });
-        if (outcome.kind === "returned") run.trace(`${id}#1 finished`);
+        // A run that died in its ctx.waitUntil work after the handler returned did not finish.
+        if (outcome.kind === "returned" && !outcome.diedAfter) run.trace(`${id}#1 finished`);
       },
     };
   });

@@ -23,7 +23,8 @@ export interface InvocationCall {
 
 /** How a top-level invocation ended. */
 export type Outcome =
-  | { readonly kind: "returned"; readonly value: unknown }
+  /** `diedAfter`: it died after its handler returned, in its `ctx.waitUntil` work. */
+  | { readonly kind: "returned"; readonly value: unknown; readonly diedAfter?: true }
   | { readonly kind: "threw"; readonly error: unknown }
   | { readonly kind: "died" };
 

@@ -593,7 +593,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     }
     // What the invocation answered stays answered if it dies afterwards, in its ctx.waitUntil
     // work: the client has the response by then. `outcome` is still "died" if it never did.
-    return outcome;
+    // (Set in callbacks, which the compiler cannot follow.)
+    const ended = outcome as Outcome;
+    if (ended.kind === "returned" && !invocation.live) return { ...ended, diedAfter: true };
+    return ended;
   }
 
   host(caller: Invocation, effect: number, call: InvocationCall): Promise<unknown> {
