@@ -184,16 +184,27 @@ export function renderTrace(trace: readonly string[]): string {
     out.push(`${INDENT.repeat(depth)}${text}`);
   };
   /** A callee's first step is preceded by a line saying which call hosts it. */
+  /** The invocation of the last step that named one. */
+  let current: string | undefined;
   const enter = (invocation: string): number => {
     const depth = depthOf(invocation);
-    if (depth > 0 && !seen.has(invocation)) {
+    // When invocations interleave, the lines before may be another one's: a callee that comes
+    // back after them is named again, so that it does not read as nested under them.
+    const back = interleaved && seen.has(invocation) && current !== invocation;
+    // A step of another top-level invocation than the last one starts a paragraph of its own.
+    const root = invocation.split("/")[0];
+    if (interleaved && current !== undefined && current.split("/")[0] !== root && out.at(-1) !== "") {
+      out.push("");
+    }
+    if (depth > 0 && (!seen.has(invocation) || back)) {
       const cut = invocation.lastIndexOf("/");
       line(
         2 * depth,
-        `${invocation}, hosted by ${invocation.slice(0, cut)} effect #${invocation.slice(cut + 1)}`,
+        `${invocation}, hosted by ${invocation.slice(0, cut)} effect #${invocation.slice(cut + 1)}${back ? " (continued)" : ""}`,
       );
     }
     seen.add(invocation);
+    current = invocation;
     return 2 * depth + 1;
   };
   const at = (depth: number, text: string): void => {
@@ -210,6 +221,7 @@ export function renderTrace(trace: readonly string[]): string {
       case "deliver": {
         if (depthOf(step.invocation) === 0 && out.length > 0 && previous?.kind !== "redeliver") out.push("");
         seen.add(step.invocation);
+        current = step.invocation;
         at(2 * depthOf(step.invocation), `deliver ${step.invocation}`);
         break;
       }

@@ -402,6 +402,39 @@ describe("a run step by step", () => {
   });
 });
 
+describe("an interleaved run, step by step", () => {
+  it("starts a paragraph where another request's steps begin, and names a callee again when it comes back", () => {
+    const text = renderTrace([
+      "deliver req-1#1",
+      "req-1#1 effect #0 DO:WALLET spend: proceed",
+      "schedule: 2 pending, took deliver req-2#1",
+      "deliver req-2#1",
+      "req-2#1 effect #0 DO:WALLET spend: proceed",
+      "req-1#1/0 effect #0 fetch POST https://render.example/quote: proceed",
+      "req-2#1/0 effect #0 fetch POST https://render.example/quote: proceed",
+      "req-1#1/0 returned true",
+      "req-1#1 answered 200 ok",
+    ]);
+    expect(text.split("\n")).toEqual([
+      "deliver req-1#1",
+      "  req-1#1 effect #0 DO:WALLET spend: proceed",
+      "",
+      "deliver req-2#1",
+      "  req-2#1 effect #0 DO:WALLET spend: proceed",
+      "",
+      "    req-1#1/0, hosted by req-1#1 effect #0",
+      "      req-1#1/0 effect #0 fetch POST https://render.example/quote: proceed",
+      "",
+      "    req-2#1/0, hosted by req-2#1 effect #0",
+      "      req-2#1/0 effect #0 fetch POST https://render.example/quote: proceed",
+      "",
+      "    req-1#1/0, hosted by req-1#1 effect #0 (continued)",
+      "      req-1#1/0 returned true",
+      "  req-1#1 answered 200 ok",
+    ]);
+  });
+});
+
 describe("--help", () => {
   it("documents both commands, every option, the color variables and the exit codes", () => {
     const run = eutaxy(["--help"]);
