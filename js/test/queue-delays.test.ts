@@ -11,3 +11,14 @@ it("delivers a queued message after its delay and each retry after its own", asy
   const result = await check(new URL("./fixtures/queue-delays/delays.sim.ts", import.meta.url).pathname);
   expect(result.verdict).toBe("BOUNDED");
 });
+
+it("says in the trace how long each delivery waited for its delay", async () => {
+  const result = await check(
+    new URL("./fixtures/queue-delays/delays.traced.sim.ts", import.meta.url).pathname,
+  );
+  expect(result.verdict).toBe("VIOLATED");
+  if (result.verdict !== "VIOLATED") return;
+  expect(result.trace).toContain("batch-1#1 waits 10 s for its messages' delay to pass");
+  expect(result.trace).toContain("batch-1#2 waits 5 s for its messages' retry delay to pass");
+  expect(result.trace).toContain("batch-1#3 waits 30 s for its messages' retry delay to pass");
+});

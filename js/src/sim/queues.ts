@@ -455,9 +455,18 @@ async function deliverLeased(
   if (messages.length === 0) return;
   // The batch goes out once every message in it is visible: its delay, or its retry's, has
   // passed on the clock the consumer reads.
-  run.advanceClockTo(Math.max(...messages.map((m) => m.visibleAt)));
-  const metrics = backlog(engine, queue.store);
+  const visibleAt = Math.max(...messages.map((m) => m.visibleAt));
+  const waitedMs = visibleAt - run.nowMs();
+  run.advanceClockTo(visibleAt);
   const id = `${name}#${delivery}`;
+  // A delay the queue waited out moves the clock the consumer reads, which can be what breaks it
+  // (a message that expired meanwhile): the trace says so.
+  if (waitedMs > 0 && run.tracing) {
+    run.trace(
+      `${id} waits ${waitedMs / 1000} s for its messages' ${delivery > 1 ? "retry " : ""}delay to pass`,
+    );
+  }
+  const metrics = backlog(engine, queue.store);
   const result = new BatchResult();
 
   await run.deliver(id, {
