@@ -110,9 +110,10 @@ describe("what a Worker reaches for", () => {
       "() => true",
     );
     const error = await failure(file);
-    expect(error).toBeInstanceOf(SimulationError);
+    // As an unsupported binding is: bad input naming the Worker, exit 2.
+    expect(error).toBeInstanceOf(InputError);
     expect((error as Error).message).toMatch(
-      /the Worker used the Cache API .*, which eutaxy does not simulate yet/,
+      /worker\.ts: Worker \S+ used the Cache API .*, which eutaxy does not simulate yet/,
     );
   });
 });

@@ -22,6 +22,11 @@ export interface DeterminismSource {
   /** Ends the check with `error` at the next quiescence, whatever the Worker does with it. */
   fail?(error: Error): void;
   /**
+   * The error for the running Worker's use of `what` (the Cache API), which eutaxy does not
+   * simulate: it names the Worker, as an unsupported binding's error does.
+   */
+  notSimulated?(what: string): Error;
+  /**
    * A timer of the invocation that is running: `callback(...args)` after `ms` milliseconds of
    * the run's clock, and every `ms` after that if `repeat`. Answers the timer's id.
    */
@@ -247,9 +252,11 @@ function install(): void {
       configurable: true,
       get() {
         if (!source) return undefined;
-        const error = new SimulationError(
-          `the Worker used ${what}, which eutaxy does not simulate yet; the check cannot go on without it`,
-        );
+        const error =
+          source.notSimulated?.(what) ??
+          new SimulationError(
+            `the Worker used ${what}, which eutaxy does not simulate yet; the check cannot go on without it`,
+          );
         source.fail?.(error);
         throw error;
       },

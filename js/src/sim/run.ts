@@ -323,6 +323,15 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     this.failure ??= error;
   }
 
+  notSimulated(what: string): Error {
+    const name = this.running?.worker;
+    const worker = this.world.workers.find((w) => w.name === name) ?? this.world.main;
+    return new InputError(
+      worker.entry,
+      `Worker ${worker.name} used ${what}, which eutaxy does not simulate yet; the check cannot go on without it`,
+    );
+  }
+
   async execute(plan: RunPlan): Promise<void> {
     this.tracing = plan.trace;
     const deactivate = activate(this);
