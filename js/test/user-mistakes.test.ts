@@ -13,12 +13,26 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { check, InputError, SimulationError } from "../src/index.ts";
 
-/** A folder with a one-route Worker whose fetch body is `body`, and a scenario with `invariant`. */
-function scenario(body: string, invariant: string, imports = ""): string {
+/**
+ * A folder with a one-route Worker whose fetch body is `body`, and a scenario with `invariant`;
+ * `config` adds fields to the Worker's wrangler config.
+ */
+function scenario(
+  body: string,
+  invariant: string,
+  imports = "",
+  config: Record<string, unknown> = {},
+): string {
   const dir = mkdtempSync(join(tmpdir(), "eutaxy-mistakes-"));
   writeFileSync(
     join(dir, "wrangler.jsonc"),
-    '{ "name": "w", "main": "worker.ts", "compatibility_date": "2025-09-01", "d1_databases": [{ "binding": "DB", "database_name": "db" }] }',
+    JSON.stringify({
+      name: "w",
+      main: "worker.ts",
+      compatibility_date: "2025-09-01",
+      d1_databases: [{ binding: "DB", database_name: "db" }],
+      ...config,
+    }),
   );
   writeFileSync(join(dir, "schema.sql"), "CREATE TABLE t (v INTEGER);");
   writeFileSync(
@@ -114,6 +128,39 @@ describe("what a Worker reaches for", () => {
     expect(error).toBeInstanceOf(InputError);
     expect((error as Error).message).toMatch(
       /worker\.ts: Worker \S+ used the Cache API .*, which eutaxy does not simulate yet/,
+    );
+  });
+});
+
+describe("a binding of a kind eutaxy does not simulate", () => {
+  // Left out of env, each of these made the Worker throw on every request, and the check could say BOUNDED.
+  it.each<[string, Record<string, unknown>, string]>([
+    [
+      "ratelimits",
+      { ratelimits: [{ name: "LIMITER", namespace_id: "1001", simple: { limit: 10, period: 60 } }] },
+      'await env.LIMITER.limit({ key: "k" });',
+    ],
+    [
+      "unsafe.bindings",
+      { unsafe: { bindings: [{ name: "LIMITER", type: "ratelimit", namespace_id: "1001" }] } },
+      'await env.LIMITER.limit({ key: "k" });',
+    ],
+    [
+      "secrets_store_secrets",
+      { secrets_store_secrets: [{ binding: "LIMITER", store_id: "s", secret_name: "key" }] },
+      "await env.LIMITER.get();",
+    ],
+    [
+      "pipelines",
+      { pipelines: [{ binding: "LIMITER", pipeline: "events" }] },
+      "await env.LIMITER.send([{ a: 1 }]);",
+    ],
+  ])("%s stops the check when the Worker uses it", async (field, config, use) => {
+    const error = await failure(scenario(`${use} return new Response("ok");`, "() => true", "", config));
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).file).toMatch(/wrangler\.jsonc$/);
+    expect((error as InputError).problem).toBe(
+      `${field}[0] binds LIMITER, and the Worker used it, but eutaxy does not simulate this kind of binding yet`,
     );
   });
 });

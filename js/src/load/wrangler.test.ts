@@ -100,6 +100,56 @@ describe("readWranglerConfig", () => {
     expect(config.crons).toEqual(["*/5 * * * *"]);
   });
 
+  it("lists every binding kind it does not simulate, so that using one stops the check", () => {
+    const file = write(
+      "wrangler.toml",
+      `name = "edge"
+main = "worker.ts"
+ai = { binding = "AI" }
+media = { binding = "MEDIA" }
+
+[[r2_buckets]]
+binding = "BUCKET"
+
+[[ratelimits]]
+name = "LIMITER"
+namespace_id = "1001"
+simple = { limit = 100, period = 60 }
+
+[[secrets_store_secrets]]
+binding = "API_KEY"
+store_id = "s1"
+secret_name = "api-key"
+
+[[pipelines]]
+binding = "EVENTS"
+pipeline = "events"
+
+[[send_email]]
+name = "MAIL"
+
+[[unsafe.bindings]]
+name = "UNSAFE_LIMITER"
+type = "ratelimit"
+namespace_id = "1002"
+
+[logfwdr]
+bindings = [{ name = "LOGS", destination = "logs" }]
+`,
+    );
+    expect(readWranglerConfig(file).unsupported).toEqual([
+      { binding: "BUCKET", field: "r2_buckets[0]" },
+      { binding: "MAIL", field: "send_email[0]" },
+      { binding: "LIMITER", field: "ratelimits[0]" },
+      { binding: "API_KEY", field: "secrets_store_secrets[0]" },
+      { binding: "EVENTS", field: "pipelines[0]" },
+      { binding: "UNSAFE_LIMITER", field: "unsafe.bindings[0]" },
+      { binding: "LOGS", field: "logfwdr.bindings[0]" },
+      { binding: "AI", field: "ai" },
+      { binding: "MEDIA", field: "media" },
+    ]);
+  });
+
   it("rejects a dead letter queue that is the queue itself: its messages would go round forever", () => {
     const file = write(
       "wrangler.json",
@@ -209,6 +259,8 @@ entrypoint = "Payments"
     ],
     [`{ "name": "x", "vars": [] }`, "vars must be an object"],
     [`{ "name": "x", "d1_databases": {} }`, "d1_databases must be an array"],
+    [`{ "name": "x", "ratelimits": {} }`, "ratelimits must be an array"],
+    [`{ "name": "x", "unsafe": { "bindings": [1] } }`, "unsafe.bindings[0] must be an object"],
     [
       `{ "name": "x", "d1_databases": [{ "binding": "DB", "database_id": 7 }] }`,
       "d1_databases[0].database_id must be a string",
@@ -235,6 +287,13 @@ entrypoint = "Payments"
     );
     expect(inputError(() => readWranglerConfig(path)).problem).toBe(
       "binding DB is declared twice: d1_databases[0] and vars.DB",
+    );
+    const refused = write(
+      "wrangler.json",
+      `{ "name": "x", "vars": { "LIMITER": "off" }, "ratelimits": [{ "name": "LIMITER", "namespace_id": "1" }] }`,
+    );
+    expect(inputError(() => readWranglerConfig(refused)).problem).toBe(
+      "binding LIMITER is declared twice: vars.LIMITER and ratelimits[0]",
     );
   });
 });

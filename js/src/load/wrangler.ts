@@ -1,7 +1,8 @@
 /**
  * Reads a Worker's wrangler config (`wrangler.jsonc`, `wrangler.json` or `wrangler.toml`) into
  * the fields a check uses: the Worker's name, its entry module, its bindings (vars, D1, KV,
- * service bindings, Durable Objects, queue producers), its queue consumers and cron triggers.
+ * service bindings, Durable Objects, queue producers, and those of kinds eutaxy does not
+ * simulate), its queue consumers and cron triggers.
  * Fields eutaxy does not use are left alone, so a real project's config loads as it is.
  */
 
@@ -79,7 +80,14 @@ export interface WorkerConfig {
   readonly unsupported: readonly { readonly binding: string; readonly field: string }[];
 }
 
-/** Binding kinds eutaxy does not simulate: config field → the key that names the binding. */
+/**
+ * Binding kinds eutaxy does not simulate: config field (`outer.inner` for a list inside an
+ * object) → the key that names the binding. With the singles below, every binding kind of
+ * wrangler's config schema (4.86) is either simulated or refused when a Worker uses it: a
+ * binding left out of env would make the Worker throw on every request, which a check could
+ * call BOUNDED. (`wasm_modules`, `text_blobs` and `data_blobs` are globals of a service-worker
+ * Worker, which wrangler refuses for a module Worker, the only kind eutaxy runs.)
+ */
 const UNSUPPORTED_LISTS = {
   r2_buckets: "binding",
   hyperdrive: "binding",
@@ -89,8 +97,29 @@ const UNSUPPORTED_LISTS = {
   dispatch_namespaces: "binding",
   mtls_certificates: "binding",
   send_email: "name",
+  ratelimits: "name",
+  secrets_store_secrets: "binding",
+  pipelines: "binding",
+  ai_search: "binding",
+  ai_search_namespaces: "binding",
+  artifacts: "binding",
+  flagship: "binding",
+  vpc_services: "binding",
+  vpc_networks: "binding",
+  worker_loaders: "binding",
+  unsafe_hello_world: "binding",
+  "unsafe.bindings": "name",
+  "logfwdr.bindings": "name",
 } as const;
-const UNSUPPORTED_SINGLES = ["ai", "browser", "images", "version_metadata", "assets"] as const;
+const UNSUPPORTED_SINGLES = [
+  "ai",
+  "browser",
+  "images",
+  "version_metadata",
+  "assets",
+  "media",
+  "stream",
+] as const;
 
 /** The config files wrangler reads, in the order a folder is searched. */
 const CONFIG_FILES = ["wrangler.jsonc", "wrangler.json", "wrangler.toml"] as const;
@@ -319,10 +348,12 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
   });
 
   const unsupported: { binding: string; field: string }[] = [];
-  for (const [field, key] of Object.entries(UNSUPPORTED_LISTS)) {
-    for (const [i, entry] of entries(field).entries()) {
+  for (const [at, key] of Object.entries(UNSUPPORTED_LISTS)) {
+    const [outer, inner] = at.split(".") as [string, string | undefined];
+    const within = inner === undefined ? config : (optionalObject(config[outer], outer) ?? {});
+    for (const [i, entry] of entries(inner ?? outer, within, at).entries()) {
       const binding = entry[key];
-      if (typeof binding === "string") unsupported.push({ binding, field: `${field}[${i}]` });
+      if (typeof binding === "string") unsupported.push({ binding, field: `${at}[${i}]` });
     }
   }
   for (const field of UNSUPPORTED_SINGLES) {
@@ -347,6 +378,7 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
   for (const [i, kv] of kvNamespaces.entries()) declare(kv.binding, `kv_namespaces[${i}]`);
   for (const [i, object] of durableObjects.entries()) declare(object.name, `durable_objects.bindings[${i}]`);
   for (const [i, producer] of queueProducers.entries()) declare(producer.binding, `queues.producers[${i}]`);
+  for (const { binding, field } of unsupported) declare(binding, field);
 
   return {
     file,
