@@ -263,6 +263,11 @@ describe("loadScenario", () => {
     ],
     ["no invariants", (s) => delete s.invariants, "the scenario needs invariants"],
     [
+      "an empty list of invariants",
+      (s) => (s.invariants = []),
+      "invariants must not be empty: a check needs at least one invariant",
+    ],
+    [
       "an invariant of unknown kind",
       (s) => (s.invariants[0].kind = "sum"),
       'invariants[0]: unknown kind "sum" (expected unique, query, conserved, custom or answered)',

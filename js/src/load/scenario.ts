@@ -395,9 +395,14 @@ function readHeaders(headers: Fields): Record<string, string> {
 }
 
 function readInvariants(scenario: Fields): Invariant[] {
+  const declared = scenario.objects("invariants");
+  // With nothing to check, every run would pass and the check say BOUNDED.
+  if (declared.length === 0) {
+    invalid(`${scenario.path("invariants")} must not be empty: a check needs at least one invariant`);
+  }
   // Reports name a violated invariant, so a name must say which one.
   const namedAt = new Map<string, string>();
-  return scenario.objects("invariants").map((invariant): Invariant => {
+  return declared.map((invariant): Invariant => {
     const kind = invariant.kind("unique", "query", "conserved", "custom", "answered");
     const name = invariant.string("name");
     const earlier = namedAt.get(name);
