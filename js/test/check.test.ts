@@ -103,3 +103,13 @@ describe("Workers eutaxy has never seen", () => {
     expect((await check(fixture("scripted/welcome.fixed.sim.ts"))).verdict).toBe("BOUNDED");
   });
 });
+
+describe("a project laid out as wrangler expects", () => {
+  it("runs an entry in src/ with the bindings of the wrangler config in the folder above", async () => {
+    const result = violated(await check(fixture("project-layout/visits.sim.ts")));
+    expect(result.message).toBe('2 rows of visits in D1:DB share request_id = "r-1"');
+    expect(result.faults).toEqual([
+      { kind: "crash_after", invocation: "req-1#1", effect: 0, label: "D1:DB run" },
+    ]);
+  });
+});

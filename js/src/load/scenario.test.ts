@@ -141,6 +141,21 @@ describe("loadScenario", () => {
     expect(scenario.setup?.[0]).toMatchObject({ config: join(dir, "payments/wrangler.jsonc") });
   });
 
+  it("finds the wrangler config in a folder above the entry, as wrangler does", async () => {
+    write("src/index.ts", "export default {};");
+    write("payments/src/index.ts", "export default {};");
+    const scenario = baseScenario();
+    scenario.worker.entry = "./src/index.ts";
+    scenario.setup[0].entry = "./payments/src/index.ts";
+    const file = write("checkout.sim.ts", `export default ${JSON.stringify(scenario)};`);
+    const loaded = (await loadScenario(file)).scenario;
+    expect(loaded.worker).toEqual({ entry: join(dir, "src/index.ts"), config: join(dir, "wrangler.jsonc") });
+    expect(loaded.setup?.[0]).toMatchObject({
+      entry: join(dir, "payments/src/index.ts"),
+      config: join(dir, "payments/wrangler.jsonc"),
+    });
+  });
+
   it("bundles the packages the scenario imports, CommonJS ones included", async () => {
     write("node_modules/paths/package.json", JSON.stringify({ name: "paths", main: "index.js" }));
     write("node_modules/paths/index.js", `exports.entry = require("node:path").join(".", "worker.ts");`);

@@ -258,7 +258,10 @@ function readScenario(scenario: Fields, dir: string): Scenario {
   };
 }
 
-/** An entry and its wrangler config; without one, the config beside the entry, if any. */
+/**
+ * An entry and its wrangler config; without one, the config wrangler would find from the entry
+ * (beside it or in the nearest folder above), if any.
+ */
 function readWorkerFiles(spec: Fields, dir: string): WorkerSpec {
   const entry = spec.file("entry", dir);
   const config = spec.optionalFile("config", dir) ?? findWranglerConfig(dirname(entry));

@@ -305,6 +305,18 @@ describe("findWranglerConfig", () => {
     expect(findWranglerConfig(dir)).toBe(join(dir, "wrangler.toml"));
     write("wrangler.jsonc", `{ "name": "x" }`);
     expect(findWranglerConfig(dir)).toBe(join(dir, "wrangler.jsonc"));
+    write("wrangler.json", `{ "name": "x" }`);
+    expect(findWranglerConfig(dir)).toBe(join(dir, "wrangler.json"));
+  });
+
+  it("looks in the folders above the entry's, nearest first, as wrangler does", () => {
+    const src = join(dir, "app", "src", "handlers");
+    mkdirSync(src, { recursive: true });
+    expect(findWranglerConfig(src)).toBeUndefined();
+    write("wrangler.json", `{ "name": "outer" }`);
+    expect(findWranglerConfig(src)).toBe(join(dir, "wrangler.json"));
+    write("app/wrangler.toml", `name = "app"`);
+    expect(findWranglerConfig(src)).toBe(join(dir, "app", "wrangler.toml"));
   });
 
   it("does not take a folder named like a config for one", () => {

@@ -121,12 +121,21 @@ const UNSUPPORTED_SINGLES = [
   "stream",
 ] as const;
 
-/** The config files wrangler reads, in the order a folder is searched. */
-const CONFIG_FILES = ["wrangler.jsonc", "wrangler.json", "wrangler.toml"] as const;
+/** The config files wrangler reads, in the order it prefers them within one folder. */
+const CONFIG_FILES = ["wrangler.json", "wrangler.jsonc", "wrangler.toml"] as const;
 
-/** The first wrangler config in `dir` (absolute), or undefined when it has none. */
+/**
+ * The wrangler config (absolute) of a Worker whose entry is in `dir`, found as wrangler finds one
+ * from a script it is given: in `dir`, else in the nearest folder above that has one; undefined
+ * when no folder up to the root has one. Nearest first: wrangler itself looks for a
+ * wrangler.json all the way up before it looks for a wrangler.jsonc, so a config far above the
+ * entry could win over the one beside it.
+ */
 export function findWranglerConfig(dir: string): string | undefined {
-  return CONFIG_FILES.map((name) => join(resolve(dir), name)).find(isFile);
+  for (let folder = resolve(dir); ; folder = dirname(folder)) {
+    const found = CONFIG_FILES.map((name) => join(folder, name)).find(isFile);
+    if (found !== undefined || dirname(folder) === folder) return found;
+  }
 }
 
 function isFile(path: string): boolean {
