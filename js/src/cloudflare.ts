@@ -7,8 +7,17 @@
  * scenario file's folder and reports a bad field with the scenario's file name.
  */
 
-/** The Worker under check: its entry module and, optionally, its wrangler config. */
-export interface WorkerSpec {
+/**
+ * A Worker of the scenario: its entry module, its wrangler config, or both, each found from the
+ * other as wrangler finds it. Without a config, the one beside the entry or in the nearest folder
+ * above (none: the Worker has no bindings); without an entry, the config's `main`.
+ */
+export type WorkerSpec =
+  | { readonly entry: string; readonly config?: string }
+  | { readonly entry?: string; readonly config: string };
+
+/** A Worker as a loaded scenario names it: its entry always, its config when it has one. */
+export interface WorkerFiles {
   readonly entry: string;
   readonly config?: string;
 }
@@ -29,22 +38,16 @@ export interface Bounds {
 }
 
 /** Runs the Worker behind a service binding for real, in the same simulation. */
-export interface CalleeStep {
+export type CalleeStep<Worker extends WorkerSpec = WorkerSpec> = {
   readonly kind: "callee";
   readonly binding: string;
-  readonly entry: string;
-  readonly config?: string;
-}
+} & Worker;
 
 /**
  * Runs a Worker no binding of the scenario reaches, for what the platform delivers to it: the
  * consumer of a queue another Worker sends to. Its bindings are named after it (`notifier/DB`).
  */
-export interface ConsumerStep {
-  readonly kind: "consumer";
-  readonly entry: string;
-  readonly config?: string;
-}
+export type ConsumerStep<Worker extends WorkerSpec = WorkerSpec> = { readonly kind: "consumer" } & Worker;
 
 /** Scripted answers for a service binding: RPC methods by name, and `fetch`. */
 export type ServiceHandlers = {
@@ -83,7 +86,14 @@ export interface SecretsStep {
   readonly worker?: string;
 }
 
-export type SetupStep = CalleeStep | ConsumerStep | ServiceStep | D1SchemaStep | OutboundStep | SecretsStep;
+/** A step of a scenario's setup; `Worker` is how its Workers are named (`WorkerFiles` once loaded). */
+export type SetupStep<Worker extends WorkerSpec = WorkerSpec> =
+  | CalleeStep<Worker>
+  | ConsumerStep<Worker>
+  | ServiceStep
+  | D1SchemaStep
+  | OutboundStep
+  | SecretsStep;
 
 /** The rows of a D1 table at the end of a run. */
 export interface D1RowsSource {
@@ -212,12 +222,13 @@ export interface CronDriver {
 
 export type Driver = HttpDriver | QueueDriver | CronDriver;
 
-export interface Scenario {
+/** A scenario; `Worker` is how its Workers are named (`WorkerFiles` once loaded). */
+export interface Scenario<Worker extends WorkerSpec = WorkerSpec> {
   readonly name: string;
   /** The seed every run derives its randomness from. Default: the scenario's name. */
   readonly seed?: string;
-  readonly worker: WorkerSpec;
-  readonly setup?: readonly SetupStep[];
+  readonly worker: Worker;
+  readonly setup?: readonly SetupStep<Worker>[];
   /** One driver, or several whose events are delivered in the order given. */
   readonly drive: Driver | readonly Driver[];
   readonly invariants: readonly Invariant[];
@@ -230,22 +241,18 @@ export function defineScenario(scenario: Scenario): Scenario {
 }
 
 /** Runs the Worker behind service binding `binding` for real, from its entry and wrangler config. */
-export function callee(binding: string, options: { entry: string; config?: string }): CalleeStep {
-  return {
-    kind: "callee",
-    binding,
-    entry: options?.entry,
-    ...(options?.config ? { config: options.config } : {}),
-  };
+export function callee(binding: string, options: WorkerSpec): CalleeStep {
+  // Left out, the scenario's checks say what is missing (not a TypeError from here).
+  return { kind: "callee", binding, ...options };
 }
 
 /**
  * Runs a Worker of the system that no binding reaches, from its entry and wrangler config: the
  * consumer of a queue the scenario's Worker sends to.
  */
-export function consumer(options: { entry: string; config?: string }): ConsumerStep {
+export function consumer(options: WorkerSpec): ConsumerStep {
   // Left out, the scenario's checks say what is missing (not a TypeError from here).
-  return { kind: "consumer", entry: options?.entry, ...(options?.config ? { config: options.config } : {}) };
+  return { kind: "consumer", ...options };
 }
 
 /** Answers the calls over service binding `binding` from scripts instead of running a Worker. */

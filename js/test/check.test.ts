@@ -112,4 +112,9 @@ describe("a project laid out as wrangler expects", () => {
       { kind: "crash_after", invocation: "req-1#1", effect: 0, label: "D1:DB run" },
     ]);
   });
+
+  it("runs the config's main when the scenario names the config alone", async () => {
+    const result = violated(await check(fixture("project-layout/visits.main.sim.ts")));
+    expect(result.message).toBe('2 rows of visits in D1:DB share request_id = "r-1"');
+  });
 });

@@ -156,6 +156,52 @@ describe("loadScenario", () => {
     });
   });
 
+  it("takes the entry from the config's main when the scenario names none", async () => {
+    write("wrangler.jsonc", `{ "name": "checkout", "main": "src/index.ts" }`);
+    write("src/index.ts", "export default {};");
+    write("payments/wrangler.toml", `name = "payments"\nmain = "./worker.ts"`);
+    write("notifier/wrangler.json", `{ "name": "notifier", "main": "index.ts" }`);
+    write("notifier/index.ts", "export default {};");
+    const file = write(
+      "checkout.sim.ts",
+      `import { callee, consumer, defineScenario, http, invariant } from "eutaxy/cloudflare";
+       export default defineScenario({
+         name: "checkout",
+         worker: { config: "./wrangler.jsonc" },
+         setup: [callee("PAYMENTS", { config: "./payments/wrangler.toml" }), consumer({ config: "./notifier/wrangler.json" })],
+         drive: http([{ path: "/" }]),
+         invariants: [invariant("always", () => true)],
+       });`,
+    );
+    const { scenario } = await loadScenario(file);
+    expect(scenario.worker).toEqual({
+      entry: join(dir, "src/index.ts"),
+      config: join(dir, "wrangler.jsonc"),
+    });
+    expect(scenario.setup).toEqual([
+      {
+        kind: "callee",
+        binding: "PAYMENTS",
+        entry: join(dir, "payments/worker.ts"),
+        config: join(dir, "payments/wrangler.toml"),
+      },
+      {
+        kind: "consumer",
+        entry: join(dir, "notifier/index.ts"),
+        config: join(dir, "notifier/wrangler.json"),
+      },
+    ]);
+  });
+
+  it("reports a config's main that does not exist, when the scenario names no entry", async () => {
+    write("wrangler.jsonc", `{ "name": "checkout", "main": "src/index.ts" }`);
+    const scenario = { ...baseScenario(), worker: { config: "./wrangler.jsonc" } };
+    const path = write("bad.sim.ts", `export default ${JSON.stringify(scenario)};`);
+    expect((await inputError(() => loadScenario(path))).problem).toBe(
+      `worker.config: no such file ${join(dir, "src/index.ts")} (the main of ./wrangler.jsonc)`,
+    );
+  });
+
   it("bundles the packages the scenario imports, CommonJS ones included", async () => {
     write("node_modules/paths/package.json", JSON.stringify({ name: "paths", main: "index.js" }));
     write("node_modules/paths/index.js", `exports.entry = require("node:path").join(".", "worker.ts");`);
@@ -207,6 +253,16 @@ describe("loadScenario", () => {
     ],
     ["no worker", (s) => delete s.worker, "the scenario needs a worker"],
     ["a worker without entry", (s) => (s.worker = {}), "worker needs an entry"],
+    [
+      "a worker without entry whose config has no main",
+      (s) => (s.worker = { config: "./wrangler.jsonc" }),
+      "worker needs an entry: its config ./wrangler.jsonc has no main",
+    ],
+    [
+      "a callee without entry whose config has no main",
+      (s) => (s.setup[0] = { kind: "callee", binding: "PAYMENTS", config: "./payments/wrangler.jsonc" }),
+      "setup[0]: callee needs an entry: its config ./payments/wrangler.jsonc has no main",
+    ],
     [
       "a worker entry that does not exist",
       (s) => (s.worker.entry = "./nope.ts"),

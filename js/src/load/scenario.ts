@@ -24,19 +24,19 @@ import type {
   ServiceHandlers,
   ServiceStep,
   SetupStep,
-  WorkerSpec,
+  WorkerFiles,
 } from "../cloudflare.ts";
 import { CronError, parseCron } from "../drivers/cron-schedule.ts";
 import { CLOCK_START_MS } from "../engine.ts";
 import { InputError } from "../errors.ts";
 import { buildInputError } from "./bundle.ts";
-import { findWranglerConfig } from "./wrangler.ts";
+import { findWranglerConfig, readWranglerConfig } from "./wrangler.ts";
 
 export interface LoadedScenario {
   /** The scenario file, absolute. */
   readonly file: string;
-  /** The scenario as its file declares it, with every path in it absolute. */
-  readonly scenario: Scenario;
+  /** The scenario as its file declares it, with every path in it absolute and every entry found. */
+  readonly scenario: Scenario<WorkerFiles>;
 }
 
 export async function loadScenario(path: string): Promise<LoadedScenario> {
@@ -238,7 +238,7 @@ function listOf(words: readonly string[]): string {
   return words.length > 1 ? `${words.slice(0, -1).join(", ")} or ${words.at(-1)}` : (words[0] ?? "");
 }
 
-function readScenario(scenario: Fields, dir: string): Scenario {
+function readScenario(scenario: Fields, dir: string): Scenario<WorkerFiles> {
   scenario.only("name", "seed", "worker", "setup", "drive", "invariants", "bounds");
   const name = scenario.string("name");
   const seed = scenario.optionalString("seed");
@@ -259,23 +259,35 @@ function readScenario(scenario: Fields, dir: string): Scenario {
 }
 
 /**
- * An entry and its wrangler config; without one, the config wrangler would find from the entry
- * (beside it or in the nearest folder above), if any.
+ * A Worker's entry and wrangler config, each found from the other as wrangler finds it: without
+ * a config, the one beside the entry or in the nearest folder above (none: no bindings); without
+ * an entry, the config's `main`.
  */
-function readWorkerFiles(spec: Fields, dir: string): WorkerSpec {
+function readWorkerFiles(spec: Fields, dir: string): WorkerFiles {
+  const config = spec.optionalFile("config", dir);
+  if (config !== undefined && spec.fields.entry === undefined) return { entry: mainOf(spec, config), config };
   const entry = spec.file("entry", dir);
-  const config = spec.optionalFile("config", dir) ?? findWranglerConfig(dirname(entry));
-  return { entry, ...(config !== undefined ? { config } : {}) };
+  const found = config ?? findWranglerConfig(dirname(entry));
+  return { entry, ...(found !== undefined ? { config: found } : {}) };
 }
 
-function readWorker(worker: Fields, dir: string): WorkerSpec {
+/** The entry a config's `main` names (resolved against the config's folder), which must exist. */
+function mainOf(spec: Fields, config: string): string {
+  const main = readWranglerConfig(config).main;
+  const named = spec.string("config");
+  if (main === undefined) invalid(`${spec.owner} ${needs("entry")}: its config ${named} has no main`);
+  if (!isFile(main)) invalid(`${spec.path("config")}: no such file ${main} (the main of ${named})`);
+  return main;
+}
+
+function readWorker(worker: Fields, dir: string): WorkerFiles {
   return readWorkerFiles(worker.only("entry", "config"), dir);
 }
 
-function readSetup(scenario: Fields, dir: string): SetupStep[] {
+function readSetup(scenario: Fields, dir: string): SetupStep<WorkerFiles>[] {
   // Each service binding is answered by one callee or one script; two would contradict.
   const boundAt = new Map<string, string>();
-  return scenario.objects("setup").map((item): SetupStep => {
+  return scenario.objects("setup").map((item): SetupStep<WorkerFiles> => {
     const step = new Fields(
       item.fields,
       item.at,
@@ -291,7 +303,7 @@ function readSetup(scenario: Fields, dir: string): SetupStep[] {
     }
     if (step.fields.kind === "consumer") {
       step.only("kind", "entry", "config");
-      return { kind: "consumer", ...readWorkerFiles(step, dir) } satisfies ConsumerStep;
+      return { kind: "consumer", ...readWorkerFiles(step, dir) } satisfies ConsumerStep<WorkerFiles>;
     }
     if (step.fields.kind === "secrets") {
       step.only("kind", "values", "worker");
@@ -312,7 +324,7 @@ function readSetup(scenario: Fields, dir: string): SetupStep[] {
     boundAt.set(binding, step.at);
     if (step.fields.kind === "callee") {
       step.only("kind", "binding", "entry", "config");
-      return { kind: "callee", binding, ...readWorkerFiles(step, dir) } satisfies CalleeStep;
+      return { kind: "callee", binding, ...readWorkerFiles(step, dir) } satisfies CalleeStep<WorkerFiles>;
     }
     step.only("kind", "binding", "handlers");
     return {
