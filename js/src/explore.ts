@@ -19,13 +19,13 @@ import { InputError, SimulationError, shown } from "./errors.ts";
 import type { ClientResponse } from "./sim/context.ts";
 import { finalState, hostViolation } from "./sim/final-state.ts";
 import { activate, real } from "./sim/globals.ts";
-import { hasHandler } from "./sim/handlers.ts";
+import { hasHandler, namedEntrypoints } from "./sim/handlers.ts";
 import { KV_SCHEMA } from "./sim/kv.ts";
 import { GLOBAL_SCOPE, refusedAtImport } from "./sim/outbound.ts";
 import { QUEUE_SCHEMA } from "./sim/queues.ts";
 import { Run } from "./sim/run.ts";
 import { workersModule } from "./sim/workers-module.ts";
-import type { World } from "./sim/world.ts";
+import type { SimWorker, World } from "./sim/world.ts";
 import { FINAL_STATE } from "./trace.ts";
 
 export type ResolvedBounds = Required<Bounds>;
@@ -365,7 +365,10 @@ function setUpStores(engine: Engine, world: World, schemas: ReadonlyMap<string, 
   }
 }
 
-/** Loads every Worker module once before exploring, so one that throws at import is bad input. */
+/**
+ * Loads every Worker module once before exploring, so that one that throws at import, or lacks
+ * what the scenario or another Worker calls, is bad input.
+ */
 function probeModules(engine: Engine, world: World): void {
   const clockMs = engine.nowMs();
   const deactivate = activate({
@@ -381,6 +384,7 @@ function probeModules(engine: Engine, world: World): void {
       throw new Error(GLOBAL_SCOPE);
     },
   });
+  const exportsOf = new Map<SimWorker, Record<string, unknown>>();
   try {
     for (const worker of world.workers) {
       let exports: Record<string, unknown>;
@@ -409,9 +413,40 @@ function probeModules(engine: Engine, world: World): void {
           `${shown(worker.config.file)} makes it a queue consumer, but its default export has no queue handler`,
         );
       }
+      exportsOf.set(worker, exports);
     }
   } finally {
     deactivate();
+  }
+  for (const worker of world.workers) exportedEntrypoints(worker, exportsOf);
+}
+
+/**
+ * Each named entrypoint `worker`'s service bindings reach is one its callee exports: a misspelt
+ * one would fail every call at run time, and the check could say BOUNDED over Workers that
+ * never reached each other.
+ */
+function exportedEntrypoints(
+  worker: SimWorker,
+  exportsOf: ReadonlyMap<SimWorker, Record<string, unknown>>,
+): void {
+  const config = worker.config;
+  if (!config) return;
+  for (const [i, service] of config.services.entries()) {
+    const binding = worker.bindings.get(service.binding);
+    if (service.entrypoint === undefined || binding?.kind !== "service" || binding.target.kind !== "worker") {
+      continue;
+    }
+    const callee = binding.target.worker;
+    const exported = namedEntrypoints(exportsOf.get(callee) ?? {});
+    if (exported.includes(service.entrypoint)) continue;
+    const known = exported.length
+      ? `its entrypoints are ${exported.join(", ")}`
+      : "it exports no entrypoint (a class extending WorkerEntrypoint)";
+    throw new InputError(
+      config.file,
+      `services[${i}] binds ${service.binding} to entrypoint ${service.entrypoint} of ${callee.name} (${shown(callee.entry)}), which does not export it; ${known}`,
+    );
   }
 }
 

@@ -7,7 +7,7 @@
  * simulate (`caches.default`) stops the check rather than answering 500 and hiding the rest.
  */
 
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -161,6 +161,55 @@ describe("a binding of a kind eutaxy does not simulate", () => {
     expect((error as InputError).file).toMatch(/wrangler\.jsonc$/);
     expect((error as InputError).problem).toBe(
       `${field}[0] binds LIMITER, and the Worker used it, but eutaxy does not simulate this kind of binding yet`,
+    );
+  });
+});
+
+describe("a service binding to an entrypoint", () => {
+  it("the callee does not export is refused before any run: every call would throw", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "eutaxy-mistakes-"));
+    mkdirSync(join(dir, "inventory"));
+    writeFileSync(
+      join(dir, "wrangler.jsonc"),
+      JSON.stringify({
+        name: "orders",
+        main: "worker.ts",
+        services: [{ binding: "INVENTORY", service: "inventory", entrypoint: "InventorySvc" }],
+      }),
+    );
+    writeFileSync(
+      join(dir, "worker.ts"),
+      `export default { async fetch(_r: Request, env: { INVENTORY: { reserve(): Promise<void> } }) {
+         await env.INVENTORY.reserve();
+         return new Response("ok");
+       } };`,
+    );
+    writeFileSync(join(dir, "inventory", "wrangler.jsonc"), JSON.stringify({ name: "inventory" }));
+    writeFileSync(
+      join(dir, "inventory", "worker.ts"),
+      `import { WorkerEntrypoint } from "cloudflare:workers";
+       export class InventoryService extends WorkerEntrypoint { async reserve() {} }
+       export const admin = { async fetch() { return new Response("admin"); } };
+       export const LIMIT = 3;
+       export default { async fetch() { return new Response("inventory"); } };`,
+    );
+    const file = join(dir, "s.sim.ts");
+    writeFileSync(
+      file,
+      `import { answered, callee, defineScenario, http } from "eutaxy/cloudflare";
+       export default defineScenario({
+         name: "orders",
+         worker: { entry: "./worker.ts" },
+         setup: [callee("INVENTORY", { entry: "./inventory/worker.ts" })],
+         drive: http([{ path: "/" }]),
+         invariants: [answered("ok")],
+       });`,
+    );
+    const error = await failure(file);
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).file).toBe(join(dir, "wrangler.jsonc"));
+    expect((error as InputError).problem).toBe(
+      `services[0] binds INVENTORY to entrypoint InventorySvc of inventory (${join(dir, "inventory", "worker.ts")}), which does not export it; its entrypoints are InventoryService, admin`,
     );
   });
 });

@@ -5,7 +5,7 @@
  */
 
 import type { Env, RunContext } from "./context.ts";
-import { type ExecutionContextLike, isEntrypointClass } from "./workers-module.ts";
+import { type ExecutionContextLike, isEntrypointClass, WorkerEntrypoint } from "./workers-module.ts";
 import type { SimWorker } from "./world.ts";
 
 export type HandlerName = "fetch" | "scheduled" | "queue";
@@ -42,6 +42,19 @@ export function hasHandler(exports: Record<string, unknown>, name: HandlerName):
   if (typeof value === "function")
     return typeof (value.prototype as Record<string, unknown>)?.[name] === "function";
   return typeof (value as Record<string, unknown> | undefined)?.[name] === "function";
+}
+
+/**
+ * The names in a Worker's `exports` a service binding's `entrypoint` can reach: classes extending
+ * WorkerEntrypoint, and objects with a fetch handler (`export const admin = { fetch() {…} }`).
+ */
+export function namedEntrypoints(exports: Record<string, unknown>): string[] {
+  return Object.entries(exports).flatMap(([name, value]) => {
+    if (name === "default") return [];
+    const isClass = typeof value === "function" && value.prototype instanceof WorkerEntrypoint;
+    const isHandlers = typeof (value as Record<string, unknown> | null)?.fetch === "function";
+    return isClass || isHandlers ? [name] : [];
+  });
 }
 
 function missing(worker: SimWorker, name: HandlerName): TypeError {
