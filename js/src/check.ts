@@ -5,11 +5,11 @@
  * the exploration (`explore.ts`) runs here, or inside workerd with `runtime: "workerd"`.
  */
 
-import { readFileSync } from "node:fs";
 import { createEngine, type EngineStrategy } from "./engine.ts";
-import { InputError, shown } from "./errors.ts";
-import { type CheckResult, explore, type ResolvedBounds, type Shard } from "./explore.ts";
+import { InputError } from "./errors.ts";
+import { type CheckResult, explore, type ResolvedBounds, type SchemaFile, type Shard } from "./explore.ts";
 import { loadScenario } from "./load/scenario.ts";
+import { readSchema } from "./load/schema.ts";
 import { type Progress, watchRuns } from "./progress.ts";
 import { buildWorld, type World } from "./sim/world.ts";
 
@@ -99,16 +99,12 @@ export async function check(scenarioPath: string, options: CheckOptions = {}): P
   return explore({ ...exploration, createEngine: watchRuns(createEngine, options.onProgress) });
 }
 
-/** The SQL of every `d1Schema` file, read here so that the exploration never reads files. */
-function readSchemas(world: World): Map<string, string> {
-  const schemas = new Map<string, string>();
+/** The SQL files of every `d1Schema` step, read here so that the exploration never reads files. */
+function readSchemas(world: World): Map<string, SchemaFile[]> {
+  const schemas = new Map<string, SchemaFile[]>();
   for (const step of world.scenario.setup ?? []) {
     if (step.kind !== "d1Schema" || schemas.has(step.file)) continue;
-    try {
-      schemas.set(step.file, readFileSync(step.file, "utf8"));
-    } catch {
-      throw new InputError(shown(step.file), "no such file (named by d1Schema in the scenario)");
-    }
+    schemas.set(step.file, readSchema(step.file));
   }
   return schemas;
 }

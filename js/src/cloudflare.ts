@@ -60,7 +60,7 @@ export interface ServiceStep {
   readonly handlers: ServiceHandlers;
 }
 
-/** Applies a SQL file to a D1 binding before every run. */
+/** Applies a SQL file, or a folder of D1 migrations, to a D1 binding before every run. */
 export interface D1SchemaStep {
   readonly kind: "d1Schema";
   /** The binding: `DB` for the scenario's Worker, `<worker name>/DB` for a callee's. */
@@ -260,7 +260,10 @@ export function service(binding: string, handlers: ServiceHandlers): ServiceStep
   return { kind: "service", binding, handlers };
 }
 
-/** Applies the SQL file `file` to D1 binding `db` (`DB`, or `<worker>/DB` for a callee's). */
+/**
+ * Applies the SQL file `file` to D1 binding `db` (`DB`, or `<worker>/DB` for a callee's); a
+ * folder of migrations (`./migrations`) has its `.sql` files applied in wrangler's order.
+ */
 export function d1Schema(db: string, file: string): D1SchemaStep {
   return { kind: "d1Schema", db, file };
 }

@@ -106,10 +106,20 @@ export interface Exploration {
   readonly shard?: Shard | undefined;
   /** How the tree of schedules is searched. */
   readonly search: Search;
-  /** The SQL of every `d1Schema` file, by the file's absolute path. */
-  readonly schemas: ReadonlyMap<string, string>;
+  /**
+   * The SQL files of every `d1Schema` step, by the absolute path it names: the file itself, or a
+   * folder's migrations in the order wrangler applies them.
+   */
+  readonly schemas: ReadonlyMap<string, readonly SchemaFile[]>;
   /** Creates the engine in the runtime the exploration runs in. */
   readonly createEngine: (config: EngineConfig) => Engine;
+}
+
+/** One SQL file a `d1Schema` step applies, and its text. */
+export interface SchemaFile {
+  /** Absolute. */
+  readonly file: string;
+  readonly sql: string;
 }
 
 /** How the engine searches the tree of schedules (see `CheckOptions`). */
@@ -333,7 +343,11 @@ function engineInvariants(invariants: readonly Invariant[]): InvariantSpec[] {
  * Opens every store (D1 databases, KV namespaces, queues), applies the scenario's schemas, and
  * seals the post-setup state every run starts from.
  */
-function setUpStores(engine: Engine, world: World, schemas: ReadonlyMap<string, string>): void {
+function setUpStores(
+  engine: Engine,
+  world: World,
+  schemas: ReadonlyMap<string, readonly SchemaFile[]>,
+): void {
   for (const db of world.databases) engine.d1Open(db);
   for (const store of world.kvStores) {
     engine.d1Open(store);
@@ -345,17 +359,19 @@ function setUpStores(engine: Engine, world: World, schemas: ReadonlyMap<string, 
   }
   for (const step of world.scenario.setup ?? []) {
     if (step.kind !== "d1Schema") continue;
-    const sql = schemas.get(step.file);
-    if (sql === undefined) {
+    const files = schemas.get(step.file);
+    if (files === undefined) {
       throw new InputError(shown(step.file), "no such file (named by d1Schema in the scenario)");
     }
-    try {
-      engine.d1Setup(step.db, sql);
-    } catch (error) {
-      throw new InputError(
-        shown(step.file),
-        `SQL error applying it to D1 ${step.db}: ${(error as Error).message}`,
-      );
+    for (const { file, sql } of files) {
+      try {
+        engine.d1Setup(step.db, sql);
+      } catch (error) {
+        throw new InputError(
+          shown(file),
+          `SQL error applying it to D1 ${step.db}: ${(error as Error).message}`,
+        );
+      }
     }
   }
   try {

@@ -117,4 +117,10 @@ describe("a project laid out as wrangler expects", () => {
     const result = violated(await check(fixture("project-layout/visits.main.sim.ts")));
     expect(result.message).toBe('2 rows of visits in D1:DB share request_id = "r-1"');
   });
+
+  it("applies a folder of D1 migrations in the order wrangler applies them", async () => {
+    const result = violated(await check(fixture("project-layout/visits.migrations.sim.ts")));
+    expect(result.message).toBe('2 rows of visits in D1:DB share request_id = "r-1"');
+    expect(result.trace).not.toContainEqual(expect.stringMatching(/threw/));
+  });
 });

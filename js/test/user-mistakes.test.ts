@@ -7,9 +7,9 @@
  * simulate (`caches.default`) stops the check rather than answering 500 and hiding the rest.
  */
 
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { check, InputError, SimulationError } from "../src/index.ts";
 
@@ -162,6 +162,21 @@ describe("a binding of a kind eutaxy does not simulate", () => {
     expect((error as InputError).problem).toBe(
       `${field}[0] binds LIMITER, and the Worker used it, but eutaxy does not simulate this kind of binding yet`,
     );
+  });
+});
+
+describe("a folder of D1 migrations", () => {
+  it("with a SQL error names the migration it is in", async () => {
+    const file = scenario(ok, "() => true");
+    const dir = dirname(file);
+    mkdirSync(join(dir, "migrations"));
+    writeFileSync(join(dir, "migrations", "0001_init.sql"), "CREATE TABLE t (v INTEGER);");
+    writeFileSync(join(dir, "migrations", "0002_index.sql"), "CREATE INDEX t_w ON t (w);");
+    writeFileSync(file, readFileSync(file, "utf8").replace('"./schema.sql"', '"./migrations"'));
+    const error = await failure(file);
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).file).toBe(join(dir, "migrations", "0002_index.sql"));
+    expect((error as InputError).problem).toMatch(/^SQL error applying it to D1 DB: .*no such column: w/);
   });
 });
 

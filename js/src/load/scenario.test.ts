@@ -202,6 +202,18 @@ describe("loadScenario", () => {
     );
   });
 
+  it("takes a folder of D1 migrations for a schema", async () => {
+    write("payments/migrations/0001_init.sql", "CREATE TABLE charges (order_id TEXT);");
+    const scenario = baseScenario();
+    scenario.setup[1].file = "./payments/migrations";
+    const file = write("checkout.sim.ts", `export default ${JSON.stringify(scenario)};`);
+    expect((await loadScenario(file)).scenario.setup?.[1]).toEqual({
+      kind: "d1Schema",
+      db: "payments/DB",
+      file: join(dir, "payments/migrations"),
+    });
+  });
+
   it("bundles the packages the scenario imports, CommonJS ones included", async () => {
     write("node_modules/paths/package.json", JSON.stringify({ name: "paths", main: "index.js" }));
     write("node_modules/paths/index.js", `exports.entry = require("node:path").join(".", "worker.ts");`);
@@ -281,6 +293,11 @@ describe("loadScenario", () => {
       'setup[0]: unknown kind "queue" (expected callee, consumer, service, d1Schema, outbound or secrets)',
     ],
     ["a d1Schema without file", (s) => delete s.setup[1].file, "setup[1]: d1Schema needs a file"],
+    [
+      "a d1Schema file that does not exist",
+      (s) => (s.setup[1].file = "./schema.sql"),
+      `setup[1].file: no such file or folder ./schema.sql (resolved to ${join("DIR", "schema.sql")})`,
+    ],
     ["a d1Schema without db", (s) => (s.setup[1].db = 1), "setup[1].db must be a non-empty string"],
     ["a callee without binding", (s) => delete s.setup[0].binding, "setup[0]: callee needs a binding"],
     [

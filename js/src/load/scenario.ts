@@ -227,6 +227,16 @@ class Fields {
     return value === undefined ? undefined : this.checkFile(key, value, dir);
   }
 
+  /** The file or folder named by `key`, resolved against `dir`, which must exist. */
+  fileOrFolder(key: string, dir: string): string {
+    const value = this.string(key);
+    const path = resolve(dir, value);
+    if (!statSync(path, { throwIfNoEntry: false })) {
+      invalid(`${this.path(key)}: no such file or folder ${value} (resolved to ${path})`);
+    }
+    return path;
+  }
+
   private checkFile(key: string, value: string, dir: string): string {
     const file = resolve(dir, value);
     if (!isFile(file)) invalid(`${this.path(key)}: no such file ${value} (resolved to ${file})`);
@@ -295,7 +305,8 @@ function readSetup(scenario: Fields, dir: string): SetupStep<WorkerFiles>[] {
     );
     if (step.fields.kind === "d1Schema") {
       step.only("kind", "db", "file");
-      return { kind: "d1Schema", db: step.string("db"), file: step.file("file", dir) } satisfies D1SchemaStep;
+      const file = step.fileOrFolder("file", dir);
+      return { kind: "d1Schema", db: step.string("db"), file } satisfies D1SchemaStep;
     }
     if (step.fields.kind === "outbound") {
       step.only("kind", "handlers");

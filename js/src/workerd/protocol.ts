@@ -5,7 +5,7 @@
  */
 
 import type { CarriedError } from "../errors.ts";
-import type { CheckResult, ResolvedBounds, Search, Shard } from "../explore.ts";
+import type { CheckResult, ResolvedBounds, SchemaFile, Search, Shard } from "../explore.ts";
 import type { WorldData } from "./world-data.ts";
 
 export interface HostRequest {
@@ -17,8 +17,8 @@ export interface HostRequest {
   readonly replay: string | undefined;
   readonly shard: Shard | undefined;
   readonly search: Search;
-  /** The SQL of every `d1Schema` file, by its absolute path. */
-  readonly schemas: [string, string][];
+  /** The SQL files of every `d1Schema` step, by the absolute path it names. */
+  readonly schemas: [string, readonly SchemaFile[]][];
 }
 
 export type HostAnswer = { readonly result: CheckResult } | { readonly error: CarriedError };
