@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { check, InputError, SimulationError } from "../src/index.ts";
+import { check, InputError } from "../src/index.ts";
 
 /**
  * A folder with a one-route Worker whose fetch body is `body`, and a scenario with `invariant`;
