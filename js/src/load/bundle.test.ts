@@ -106,6 +106,39 @@ describe("bundleWorker", () => {
     expect(() => worker.instantiate(runtime)).toThrow(/cloudflare:sockets/);
   });
 
+  it("gives a dynamic import the runtime's modules a static import gets, and local files", async () => {
+    write("lib/double.ts", "export const double = (n: number): number => 2 * n;");
+    const entry = write(
+      "worker.ts",
+      `export default {
+         async fetch() {
+           const { createHash } = await import("node:crypto");
+           const { WorkerEntrypoint } = await import("cloudflare:workers");
+           const { double } = await import("./lib/double.ts");
+           return [createHash("sha256").update("hi").digest("hex").slice(0, 8), WorkerEntrypoint.name, double(21)];
+         },
+       };`,
+    );
+    const handler = (await bundleWorker(entry)).instantiate(runtime).default as { fetch(): Promise<unknown> };
+    expect(await handler.fetch()).toEqual(["8f434346", "WorkerEntrypoint", 42]);
+  });
+
+  it("refuses a dynamic import of a node: module as it refuses a static one", async () => {
+    const refusal = async (worker: string) => {
+      const exports = (await bundleWorker(write("worker.ts", worker))).instantiate(runtime);
+      return inputError(async () => (exports.default as { fetch(): Promise<unknown> }).fetch());
+    };
+    const dynamic = await refusal(`export default { fetch: () => import("node:fs") };`);
+    const entry = write(
+      "worker.ts",
+      `import { readFileSync } from "node:fs";\nexport default { readFileSync };`,
+    );
+    const worker = await bundleWorker(entry);
+    const staticImport = await inputError(async () => worker.instantiate(runtime));
+    expect(dynamic.problem).toMatch(/^imports node:fs, which would reach the machine eutaxy runs on/);
+    expect(dynamic.problem).toBe(staticImport.problem);
+  });
+
   it("lets what the Worker throws at import propagate as it is", async () => {
     const entry = write("worker.ts", `throw new TypeError("boom");`);
     const worker = await bundleWorker(entry);

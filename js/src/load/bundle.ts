@@ -12,6 +12,7 @@ import vm from "node:vm";
 import { type BuildOptions, build, type Message } from "esbuild";
 import { InputError } from "../errors.ts";
 import { simulatedNodeCrypto } from "../sim/node-crypto.ts";
+import { evaluateWorker, type ModuleFactory } from "../sim/runtime-modules.ts";
 
 export interface WorkerModule {
   /** The entry module, absolute. */
@@ -23,12 +24,6 @@ export interface WorkerModule {
    */
   instantiate(virtualModules: Readonly<Record<string, unknown>>): Record<string, unknown>;
 }
-
-type ModuleFactory = (
-  module: { exports: Record<string, unknown> },
-  exports: Record<string, unknown>,
-  require: (specifier: string) => unknown,
-) => void;
 
 const nodeRequire = createRequire(import.meta.url);
 
@@ -70,7 +65,9 @@ const NODE_MODULES_SIMULATED: ReadonlySet<string> = new Set([
 /**
  * How a Worker entry is bundled, as wrangler does (the `workerd` conditions, browser fields),
  * for both runtimes: a CommonJS factory body whose `cloudflare:*` and `node:*` imports are left
- * to the runtime that instantiates it.
+ * to the runtime that instantiates it. A dynamic `import()` becomes a promise of `require`, so
+ * the runtime's modules reach it as they reach a static import (Node's vm would otherwise fail
+ * every `import()` the bundle keeps).
  */
 export function workerBuildOptions(file: string) {
   return {
@@ -82,6 +79,7 @@ export function workerBuildOptions(file: string) {
     format: "cjs",
     platform: "neutral",
     target: "es2022",
+    supported: { "dynamic-import": false },
     mainFields: ["browser", "module", "main"],
     conditions: ["workerd", "worker", "browser"],
     logLevel: "silent",
@@ -108,7 +106,7 @@ export async function bundleWorker(entry: string): Promise<WorkerModule> {
   return {
     entry: file,
     instantiate(virtualModules) {
-      const require = (specifier: string): unknown => {
+      return evaluateWorker(factory, (specifier) => {
         if (Object.hasOwn(virtualModules, specifier)) return virtualModules[specifier];
         if (specifier.startsWith("node:")) {
           if (!NODE_MODULES_SIMULATED.has(specifier.slice("node:".length))) {
@@ -121,10 +119,7 @@ export async function bundleWorker(entry: string): Promise<WorkerModule> {
           return nodeRequire(specifier);
         }
         throw new InputError(entry, `imports ${specifier}, which eutaxy does not provide`);
-      };
-      const module = { exports: {} };
-      factory(module, module.exports, require);
-      return module.exports;
+      });
     },
   };
 }

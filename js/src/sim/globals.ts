@@ -252,16 +252,30 @@ function install(): void {
       configurable: true,
       get() {
         if (!source) return undefined;
-        const error =
-          source.notSimulated?.(what) ??
-          new SimulationError(
-            `the Worker used ${what}, which eutaxy does not simulate yet; the check cannot go on without it`,
-          );
-        source.fail?.(error);
-        throw error;
+        return notSimulated(what);
       },
     });
   }
+}
+
+/**
+ * Ends the check with `error` when a run is active, whatever the Worker does with it: caught, or
+ * answered with a 500, it would hide from the check what the Worker could not do. Throws `error`
+ * where the Worker is.
+ */
+export function endCheck(error: Error): never {
+  source?.fail?.(error);
+  throw error;
+}
+
+/** Ends the check because the Worker reached `what`, a workerd API eutaxy does not simulate. */
+export function notSimulated(what: string): never {
+  return endCheck(
+    source?.notSimulated?.(what) ??
+      new SimulationError(
+        `the Worker used ${what}, which eutaxy does not simulate yet; the check cannot go on without it`,
+      ),
+  );
 }
 
 /** zlib's one-shot functions for each format `CompressionStream` takes. */

@@ -10,11 +10,12 @@ import "./prelude.ts";
 import { initSync, Engine as WasmEngine } from "eutaxy:engine-web";
 import process from "node:process";
 import type { Engine, EngineConfig } from "../engine.ts";
-import { carry } from "../errors.ts";
+import { carry, InputError } from "../errors.ts";
 import { explore } from "../explore.ts";
 import type { WorkerModule } from "../load/bundle.ts";
 import { simulatedNodeCrypto } from "../sim/node-crypto.ts";
-import type { HostAnswer, HostRequest, ModuleFactory } from "./protocol.ts";
+import { evaluateWorker, type ModuleFactory } from "../sim/runtime-modules.ts";
+import type { HostAnswer, HostRequest } from "./protocol.ts";
 import { decodeWorld } from "./world-data.ts";
 
 export interface HostParts {
@@ -50,18 +51,15 @@ function workerModule(
   return {
     entry,
     instantiate(virtualModules) {
-      const require = (specifier: string): unknown => {
+      return evaluateWorker(factory, (specifier) => {
         if (Object.hasOwn(virtualModules, specifier)) return virtualModules[specifier];
         if (specifier === "node:crypto" && Object.hasOwn(nodeModules, specifier)) {
           simulatedCrypto ??= simulatedNodeCrypto(nodeModules[specifier] as object);
           return simulatedCrypto;
         }
         if (Object.hasOwn(nodeModules, specifier)) return nodeModules[specifier];
-        throw new Error(`${entry} imports ${specifier}, which eutaxy does not provide`);
-      };
-      const module = { exports: {} };
-      factory(module, module.exports, require);
-      return module.exports;
+        throw new InputError(entry, `imports ${specifier}, which eutaxy does not provide`);
+      });
     },
   };
 }

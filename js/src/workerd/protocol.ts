@@ -22,10 +22,3 @@ export interface HostRequest {
 }
 
 export type HostAnswer = { readonly result: CheckResult } | { readonly error: CarriedError };
-
-/** The CommonJS-shaped function each bundled Worker is compiled into in the workerd script. */
-export type ModuleFactory = (
-  module: { exports: Record<string, unknown> },
-  exports: Record<string, unknown>,
-  require: (specifier: string) => unknown,
-) => void;

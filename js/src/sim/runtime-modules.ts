@@ -1,0 +1,45 @@
+/**
+ * The modules a Worker's bundle leaves to the runtime (load/bundle.ts), as both runtimes give
+ * them: the evaluation of a bundle with a `require` that answers its static imports and its
+ * dynamic `import()`s alike (the bundle turns `import()` into a promise of `require`), so both
+ * get the same modules and the same refusals.
+ */
+
+import { InputError } from "../errors.ts";
+import { endCheck } from "./globals.ts";
+
+/** The CommonJS-shaped function a bundled Worker is compiled into. */
+export type ModuleFactory = (
+  module: { exports: Record<string, unknown> },
+  exports: Record<string, unknown>,
+  require: (specifier: string) => unknown,
+) => void;
+
+/**
+ * Evaluates a bundled Worker anew; `provide` answers each module it requires, or throws an
+ * InputError refusing it. A refusal while the module loads goes where a static import's error
+ * goes (the probe before the exploration reports it as bad input). One later comes from an
+ * `import()` in a handler, which the Worker would turn into a 500 that says nothing of the
+ * refusal and hides the rest of the check, so it ends the check whatever the Worker does with it.
+ */
+export function evaluateWorker(
+  factory: ModuleFactory,
+  provide: (specifier: string) => unknown,
+): Record<string, unknown> {
+  let loading = true;
+  const require = (specifier: string): unknown => {
+    try {
+      return provide(specifier);
+    } catch (error) {
+      if (!loading && error instanceof InputError) endCheck(error);
+      throw error;
+    }
+  };
+  const module = { exports: {} };
+  try {
+    factory(module, module.exports, require);
+  } finally {
+    loading = false;
+  }
+  return module.exports;
+}

@@ -1,0 +1,105 @@
+/**
+ * What a Worker imports, checked with its code running in Node and inside workerd: a dynamic
+ * `import()` of the runtime's modules gets what a static import gets, refusals included.
+ */
+
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { check, InputError } from "../src/index.ts";
+
+const runtimes = ["node", "workerd"] as const;
+
+/**
+ * A folder with `files` beside a Worker whose fetch handler is `body`, after `imports`, and a
+ * scenario that sends it one request and holds when the answer is 200 with `expected` as its body.
+ */
+function scenario(
+  options: { imports?: string; body: string; expected?: string },
+  files: Record<string, string> = {},
+): string {
+  const dir = mkdtempSync(join(tmpdir(), "eutaxy-imports-"));
+  for (const [name, contents] of Object.entries(files)) writeFileSync(join(dir, name), contents);
+  writeFileSync(
+    join(dir, "wrangler.jsonc"),
+    '{ "name": "w", "main": "worker.ts", "compatibility_date": "2025-09-01" }',
+  );
+  writeFileSync(
+    join(dir, "worker.ts"),
+    `${options.imports ?? ""}\nexport default { async fetch(): Promise<Response> { ${options.body} } };`,
+  );
+  const file = join(dir, "s.sim.ts");
+  writeFileSync(
+    file,
+    `import { defineScenario, http, invariant } from "eutaxy/cloudflare";
+     export default defineScenario({
+       name: "imports",
+       worker: { entry: "./worker.ts", config: "./wrangler.jsonc" },
+       drive: http([{ path: "/" }], { retries: 0 }),
+       invariants: [
+         invariant("answered", (s) => {
+           const answer = s.responses[0];
+           return (answer?.status === 200 && answer.body === ${JSON.stringify(options.expected ?? "ok")}) ||
+             \`answered \${answer?.status}: \${answer?.body}\`;
+         }),
+       ],
+       bounds: { maxFaultsPerRun: 0 },
+     });`,
+  );
+  return file;
+}
+
+async function failure(file: string, runtime: (typeof runtimes)[number]): Promise<Error> {
+  return check(file, { runtime }).then(
+    (result) => new Error(`expected an error, got ${result.verdict}`),
+    (error: unknown) => error as Error,
+  );
+}
+
+describe.each(runtimes)("with --runtime %s, a Worker", (runtime) => {
+  it("dynamically imports node:crypto, cloudflare:workers and its own files", async () => {
+    const file = scenario(
+      {
+        body: `const { createHash } = await import("node:crypto");
+               const { WorkerEntrypoint } = await import("cloudflare:workers");
+               const { double } = await import("./double.ts");
+               const hash = createHash("sha256").update("hi").digest("hex").slice(0, 8);
+               return new Response([hash, WorkerEntrypoint.name, double(21)].join(" "));`,
+        expected: "8f434346 WorkerEntrypoint 42",
+      },
+      { "double.ts": "export const double = (n: number): number => 2 * n;" },
+    );
+    expect(await check(file, { runtime })).toMatchObject({ verdict: "BOUNDED" });
+  });
+
+  it("that dynamically imports a module eutaxy does not provide stops the check, even when it catches the error", async () => {
+    const file = scenario({
+      body: 'try { await import("cloudflare:email"); } catch {} return new Response("ok");',
+    });
+    const error = await failure(file, runtime);
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toBe("imports cloudflare:email, which eutaxy does not provide");
+  });
+});
+
+describe("with --runtime node, a Worker", () => {
+  it("that dynamically imports node:fs is refused as one that imports it statically", async () => {
+    const dynamic = await failure(
+      scenario({ body: 'try { await import("node:fs"); } catch {} return new Response("ok");' }),
+      "node",
+    );
+    const staticImport = await failure(
+      scenario({
+        imports: 'import { readFileSync } from "node:fs";',
+        body: "return new Response(typeof readFileSync);",
+      }),
+      "node",
+    );
+    expect(dynamic).toBeInstanceOf(InputError);
+    expect((dynamic as InputError).problem).toMatch(
+      /^imports node:fs, which would reach the machine eutaxy runs on/,
+    );
+    expect((dynamic as InputError).problem).toBe((staticImport as InputError).problem);
+  });
+});
