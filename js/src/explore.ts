@@ -24,7 +24,7 @@ import { KV_SCHEMA } from "./sim/kv.ts";
 import { GLOBAL_SCOPE, refusedAtImport } from "./sim/outbound.ts";
 import { QUEUE_SCHEMA } from "./sim/queues.ts";
 import { Run } from "./sim/run.ts";
-import { workersModule } from "./sim/workers-module.ts";
+import { runtimeModules } from "./sim/runtime-modules.ts";
 import type { SimWorker, World } from "./sim/world.ts";
 import { FINAL_STATE } from "./trace.ts";
 
@@ -405,9 +405,9 @@ function probeModules(engine: Engine, world: World): void {
     for (const worker of world.workers) {
       let exports: Record<string, unknown>;
       try {
-        exports = worker.module.instantiate({ "cloudflare:workers": workersModule(() => ({})) });
+        exports = worker.module.instantiate(runtimeModules(() => ({})));
       } catch (error) {
-        // An import eutaxy refuses (node:fs, cloudflare:sockets) says so itself.
+        // An import eutaxy refuses (node:fs, cloudflare:email) says so itself.
         if (error instanceof InputError) throw error;
         const what = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
         throw new InputError(shown(worker.entry), `the Worker threw at import: ${what}`);

@@ -1,13 +1,14 @@
 /**
  * What a Worker imports, checked with its code running in Node and inside workerd: a dynamic
- * `import()` of the runtime's modules gets what a static import gets, refusals included.
+ * `import()` of the runtime's modules gets what a static import gets, refusals included;
+ * `cloudflare:sockets` loads, and `connect()` ends the check.
  */
 
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { check, InputError } from "../src/index.ts";
+import { check, InputError, SimulationError } from "../src/index.ts";
 
 const runtimes = ["node", "workerd"] as const;
 
@@ -71,6 +72,26 @@ describe.each(runtimes)("with --runtime %s, a Worker", (runtime) => {
       { "double.ts": "export const double = (n: number): number => 2 * n;" },
     );
     expect(await check(file, { runtime })).toMatchObject({ verdict: "BOUNDED" });
+  });
+
+  it("that imports cloudflare:sockets and never connects is checked", async () => {
+    const file = scenario({
+      imports: 'import { connect } from "cloudflare:sockets";',
+      body: 'return new Response(typeof connect === "function" ? "ok" : "no connect");',
+    });
+    expect(await check(file, { runtime })).toMatchObject({ verdict: "BOUNDED" });
+  });
+
+  it("that connects stops the check, even when it catches the error", async () => {
+    const file = scenario({
+      imports: 'import { connect } from "cloudflare:sockets";',
+      body: 'try { connect("db.example.com:5432"); } catch {} return new Response("ok");',
+    });
+    const error = await failure(file, runtime);
+    expect(error).toBeInstanceOf(SimulationError);
+    expect(error.message).toBe(
+      "the Worker used sockets (connect() from cloudflare:sockets), which eutaxy does not simulate yet; the check cannot go on without it",
+    );
   });
 
   it("that dynamically imports a module eutaxy does not provide stops the check, even when it catches the error", async () => {

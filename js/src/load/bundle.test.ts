@@ -100,10 +100,10 @@ describe("bundleWorker", () => {
   it("throws naming an import the runtime does not provide", async () => {
     const entry = write(
       "worker.ts",
-      `import { connect } from "cloudflare:sockets";\nexport default { connect };`,
+      `import { EmailMessage } from "cloudflare:email";\nexport default { EmailMessage };`,
     );
     const worker = await bundleWorker(entry);
-    expect(() => worker.instantiate(runtime)).toThrow(/cloudflare:sockets/);
+    expect(() => worker.instantiate(runtime)).toThrow(/cloudflare:email/);
   });
 
   it("gives a dynamic import the runtime's modules a static import gets, and local files", async () => {

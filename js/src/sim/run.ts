@@ -41,7 +41,8 @@ import { activate, type DeterminismSource, real } from "./globals.ts";
 import { type EffectSink, Invocation, type ParkedEffect } from "./invocation.ts";
 import { GLOBAL_SCOPE, outboundFetch } from "./outbound.ts";
 import { lostConnection, rethrownOverRpc } from "./rpc-errors.ts";
-import { type ExecutionContextLike, workersModule } from "./workers-module.ts";
+import { runtimeModules } from "./runtime-modules.ts";
+import type { ExecutionContextLike } from "./workers-module.ts";
 import type { SimWorker, World } from "./world.ts";
 
 /** Macrotask turns an invocation gets to reach an effect or finish before it counts as stuck. */
@@ -356,10 +357,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private instantiate(worker: SimWorker): void {
     this.resume(undefined, `init:${worker.name}`);
     const moduleEnv = buildEnv(this, worker, this.ambientScope());
-    this.exports.set(
-      worker,
-      worker.module.instantiate({ "cloudflare:workers": workersModule(() => moduleEnv) }),
-    );
+    this.exports.set(worker, worker.module.instantiate(runtimeModules(() => moduleEnv)));
   }
 
   private async drainPlatformWork(): Promise<void> {

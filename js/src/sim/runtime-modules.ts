@@ -1,12 +1,13 @@
 /**
  * The modules a Worker's bundle leaves to the runtime (load/bundle.ts), as both runtimes give
- * them: the evaluation of a bundle with a `require` that answers its static imports and its
- * dynamic `import()`s alike (the bundle turns `import()` into a promise of `require`), so both
- * get the same modules and the same refusals.
+ * them: the `cloudflare:*` modules the simulation provides, and the evaluation of a bundle with a
+ * `require` that answers its static imports and its dynamic `import()`s alike (the bundle turns
+ * `import()` into a promise of `require`), so both get the same modules and the same refusals.
  */
 
 import { InputError } from "../errors.ts";
-import { endCheck } from "./globals.ts";
+import { endCheck, notSimulated } from "./globals.ts";
+import { workersModule } from "./workers-module.ts";
 
 /** The CommonJS-shaped function a bundled Worker is compiled into. */
 export type ModuleFactory = (
@@ -14,6 +15,28 @@ export type ModuleFactory = (
   exports: Record<string, unknown>,
   require: (specifier: string) => unknown,
 ) => void;
+
+/**
+ * The `cloudflare:*` modules for one Worker in one run; `cloudflare:workers`' `env` reads through
+ * `currentEnv`. New objects each time, so what Worker code does to them stays in its run.
+ */
+export function runtimeModules(currentEnv: () => Record<string, unknown>): Record<string, unknown> {
+  return { "cloudflare:workers": workersModule(currentEnv), "cloudflare:sockets": socketsModule() };
+}
+
+/**
+ * `cloudflare:sockets` with workerd's exports. Importing it succeeds: database drivers import it
+ * at the top whether or not the code checked opens a connection. Opening one ends the check, as
+ * eutaxy does not simulate sockets yet.
+ */
+function socketsModule(): Record<string, unknown> {
+  return {
+    connect: (): never => notSimulated("sockets (connect() from cloudflare:sockets)"),
+    // A client over a socket `connect` gave, so no run gets here without the check ending first.
+    internalNewHttpClient: (): never =>
+      notSimulated("sockets (internalNewHttpClient() from cloudflare:sockets)"),
+  };
+}
 
 /**
  * Evaluates a bundled Worker anew; `provide` answers each module it requires, or throws an
