@@ -1,7 +1,9 @@
 /**
  * What a Worker imports, checked with its code running in Node and inside workerd: a dynamic
  * `import()` of the runtime's modules gets what a static import gets, refusals included;
- * `cloudflare:sockets` loads, and `connect()` ends the check.
+ * `cloudflare:sockets` loads, and `connect()` ends the check; wrangler's default module rules
+ * give `.html`, `.sql` and `.txt` files as text, `.bin` files as ArrayBuffers and `.wasm` files
+ * as WebAssembly modules.
  */
 
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -9,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { check, InputError, SimulationError } from "../src/index.ts";
+import { ADD_WASM } from "./wasm.ts";
 
 const runtimes = ["node", "workerd"] as const;
 
@@ -18,7 +21,7 @@ const runtimes = ["node", "workerd"] as const;
  */
 function scenario(
   options: { imports?: string; body: string; expected?: string },
-  files: Record<string, string> = {},
+  files: Record<string, string | Uint8Array> = {},
 ): string {
   const dir = mkdtempSync(join(tmpdir(), "eutaxy-imports-"));
   for (const [name, contents] of Object.entries(files)) writeFileSync(join(dir, name), contents);
@@ -101,6 +104,32 @@ describe.each(runtimes)("with --runtime %s, a Worker", (runtime) => {
     const error = await failure(file, runtime);
     expect(error).toBeInstanceOf(InputError);
     expect((error as InputError).problem).toBe("imports cloudflare:email, which eutaxy does not provide");
+  });
+
+  it("imports .html, .sql, .txt, .bin and .wasm files as wrangler's default module rules give them", async () => {
+    const file = scenario(
+      {
+        imports: `import page from "./page.html";
+                  import query from "./query.sql";
+                  import note from "./note.txt";
+                  import table from "./table.bin";
+                  import add from "./add.wasm";
+                  import addModule from "./add.wasm?module";`,
+        body: `const { exports } = await WebAssembly.instantiate(add);
+               const data = table instanceof ArrayBuffer ? [...new Uint8Array(table)].join(",") : typeof table;
+               const wasm = add === addModule ? exports.add(2, 3) : "two modules";
+               return new Response([page, query, note, data, wasm].join(" "));`,
+        expected: "<p>hi</p> SELECT 1; note 1,2,250 5",
+      },
+      {
+        "page.html": "<p>hi</p>",
+        "query.sql": "SELECT 1;",
+        "note.txt": "note",
+        "table.bin": new Uint8Array([1, 2, 250]),
+        "add.wasm": ADD_WASM,
+      },
+    );
+    expect(await check(file, { runtime })).toMatchObject({ verdict: "BOUNDED" });
   });
 });
 

@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ADD_WASM } from "../../test/wasm.ts";
 import { InputError } from "../errors.ts";
 import { bundleWorker } from "./bundle.ts";
 
@@ -13,7 +14,7 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function write(name: string, text: string): string {
+function write(name: string, text: string | Uint8Array): string {
   const file = join(dir, name);
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, text);
@@ -137,6 +138,71 @@ describe("bundleWorker", () => {
     const staticImport = await inputError(async () => worker.instantiate(runtime));
     expect(dynamic.problem).toMatch(/^imports node:fs, which would reach the machine eutaxy runs on/);
     expect(dynamic.problem).toBe(staticImport.problem);
+  });
+
+  it("gives .txt, .html and .sql files as their text, wrangler's default Text modules", async () => {
+    write("page.html", "<p>hi</p>\n");
+    write("query.sql", "SELECT 1;\n");
+    write("notes/read-me.txt", "plain\n");
+    const entry = write(
+      "worker.ts",
+      `import page from "./page.html";
+       import query from "./query.sql";
+       import text from "./notes/read-me.txt";
+       export default { page, query, text };`,
+    );
+    expect((await bundleWorker(entry)).instantiate(runtime).default).toEqual({
+      page: "<p>hi</p>\n",
+      query: "SELECT 1;\n",
+      text: "plain\n",
+    });
+  });
+
+  it("gives a .bin file as an ArrayBuffer of its bytes, new in every instantiation", async () => {
+    write("table.bin", new Uint8Array([1, 2, 250]));
+    const entry = write("worker.ts", `import table from "./table.bin";\nexport default { table };`);
+    const worker = await bundleWorker(entry);
+    const first = (worker.instantiate(runtime).default as { table: unknown }).table;
+    expect(first).toBeInstanceOf(ArrayBuffer);
+    expect([...new Uint8Array(first as ArrayBuffer)]).toEqual([1, 2, 250]);
+    new Uint8Array(first as ArrayBuffer).fill(0);
+    const second = (worker.instantiate(runtime).default as { table: ArrayBuffer }).table;
+    expect([...new Uint8Array(second)]).toEqual([1, 2, 250]);
+  });
+
+  it("gives a .wasm file, with or without ?module, as a WebAssembly.Module the Worker instantiates", async () => {
+    write("add.wasm", ADD_WASM);
+    const entry = write(
+      "worker.ts",
+      `import add from "./add.wasm";
+       import same from "./add.wasm?module";
+       export default {
+         async fetch() {
+           const { exports } = await WebAssembly.instantiate(add);
+           return [add instanceof WebAssembly.Module, add === same, exports.add(2, 3)];
+         },
+       };`,
+    );
+    const handler = (await bundleWorker(entry)).instantiate(runtime).default as { fetch(): Promise<unknown> };
+    expect(await handler.fetch()).toEqual([true, true, 5]);
+  });
+
+  it("reports a .wasm file that does not exist where the import names it", async () => {
+    const entry = write(
+      "worker.ts",
+      `\nimport missing from "./missing.wasm?module";\nexport default { missing };`,
+    );
+    const error = await inputError(() => bundleWorker(entry));
+    expect(error.file).toBe(`${entry}:2:21`);
+    expect(error.problem).toBe('Could not resolve "./missing.wasm"');
+  });
+
+  it("reports a .wasm file that is not WebAssembly", async () => {
+    const wasm = write("broken.wasm", "not wasm");
+    const entry = write("worker.ts", `import broken from "./broken.wasm";\nexport default { broken };`);
+    const error = await inputError(() => bundleWorker(entry));
+    expect(error.file).toBe(wasm);
+    expect(error.problem).toMatch(/^is not a WebAssembly module: /);
   });
 
   it("lets what the Worker throws at import propagate as it is", async () => {

@@ -5,11 +5,11 @@
  * as it would in a fresh isolate, without paying for a bundle or a compile per run.
  */
 
-import { statSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import vm from "node:vm";
-import { type BuildOptions, build, type Message } from "esbuild";
+import { type BuildOptions, build, type Message, type Metafile, type Plugin } from "esbuild";
 import { InputError } from "../errors.ts";
 import { simulatedNodeCrypto } from "../sim/node-crypto.ts";
 import { evaluateWorker, type ModuleFactory } from "../sim/runtime-modules.ts";
@@ -62,12 +62,55 @@ const NODE_MODULES_SIMULATED: ReadonlySet<string> = new Set([
   "zlib",
 ]);
 
+/** Marks the resolution `moduleRules` asks esbuild for, so that it does not ask itself again. */
+const RESOLVING_WASM = Symbol("resolving a CompiledWasm module");
+
 /**
- * How a Worker entry is bundled, as wrangler does (the `workerd` conditions, browser fields),
- * for both runtimes: a CommonJS factory body whose `cloudflare:*` and `node:*` imports are left
- * to the runtime that instantiates it. A dynamic `import()` becomes a promise of `require`, so
- * the runtime's modules reach it as they reach a static import (Node's vm would otherwise fail
- * every `import()` the bundle keeps).
+ * wrangler's default module rules for the files a Worker imports that are not code, beside the
+ * Text modules (`*.txt`, `*.html`, `*.sql`: the file's text), which esbuild's text loader makes.
+ * A Data module (`*.bin`) is an ArrayBuffer of the file's bytes, new in each evaluation, so what
+ * one run writes into it no other run sees. A CompiledWasm module (`*.wasm`, `*.wasm?module`) is
+ * a WebAssembly.Module, which Worker code instantiates: it stays external, required by the file's
+ * absolute path (`compiledWasmImports`), since workerd compiles no WebAssembly at run time and
+ * the runtime must hand it over compiled.
+ */
+const moduleRules: Plugin = {
+  name: "eutaxy-module-rules",
+  setup(b) {
+    b.onLoad({ filter: /\.bin$/ }, (args) => ({
+      contents: dataModule(readFileSync(args.path)),
+      loader: "js",
+    }));
+    b.onResolve({ filter: /\.wasm(\?module)?$/ }, async (args) => {
+      if (args.pluginData === RESOLVING_WASM) return undefined;
+      const resolved = await b.resolve(args.path.replace(/\?module$/, ""), {
+        kind: args.kind,
+        importer: args.importer,
+        resolveDir: args.resolveDir,
+        pluginData: RESOLVING_WASM,
+      });
+      if (resolved.errors.length > 0) return { errors: resolved.errors };
+      return { path: resolved.path, external: true };
+    });
+  },
+};
+
+/** A Data module's code: `bytes` decoded into a new ArrayBuffer each time it is evaluated. */
+function dataModule(bytes: Buffer): string {
+  return [
+    `const text = atob(${JSON.stringify(bytes.toString("base64"))});`,
+    "const bytes = new Uint8Array(text.length);",
+    "for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);",
+    "export default bytes.buffer;",
+  ].join("\n");
+}
+
+/**
+ * How a Worker entry is bundled, as wrangler does (the `workerd` conditions, browser fields,
+ * the default module rules), for both runtimes: a CommonJS factory body whose `cloudflare:*` and
+ * `node:*` imports and CompiledWasm modules are left to the runtime that instantiates it. A
+ * dynamic `import()` becomes a promise of `require`, so the runtime's modules reach it as they
+ * reach a static import (Node's vm would otherwise fail every `import()` the bundle keeps).
  */
 export function workerBuildOptions(file: string) {
   return {
@@ -84,7 +127,25 @@ export function workerBuildOptions(file: string) {
     conditions: ["workerd", "worker", "browser"],
     logLevel: "silent",
     external: ["cloudflare:*", "node:*"],
+    loader: { ".txt": "text", ".html": "text", ".sql": "text" },
+    plugins: [moduleRules],
   } as const satisfies BuildOptions;
+}
+
+/** The CompiledWasm modules a bundle requires, by the absolute paths it requires them by. */
+export function compiledWasmImports(metafile: Metafile): string[] {
+  return externalImports(metafile).filter((path) => path.endsWith(".wasm"));
+}
+
+/** What a bundle leaves to the runtime, each specifier once, sorted. */
+export function externalImports(metafile: Metafile): string[] {
+  const specifiers = new Set<string>();
+  for (const output of Object.values(metafile.outputs)) {
+    for (const imported of output.imports) {
+      if (imported.external) specifiers.add(imported.path);
+    }
+  }
+  return [...specifiers].sort();
 }
 
 /** Bundles the Worker at `entry`; a file esbuild cannot build is an InputError naming it. */
@@ -92,12 +153,15 @@ export async function bundleWorker(entry: string): Promise<WorkerModule> {
   const file = resolve(entry);
   if (!statSync(file, { throwIfNoEntry: false })?.isFile()) throw new InputError(entry, "no such file");
   let code: string;
+  let wasmFiles: string[];
   try {
-    const result = await build({ ...workerBuildOptions(file), sourcemap: "inline" });
+    const result = await build({ ...workerBuildOptions(file), sourcemap: "inline", metafile: true });
     code = result.outputFiles[0]?.text ?? "";
+    wasmFiles = compiledWasmImports(result.metafile);
   } catch (error) {
     throw buildInputError(error, entry);
   }
+  const compiledWasm = new Map(wasmFiles.map((path) => [path, compileWasm(path)]));
   // Compiled once here; each call of the factory below is one fresh evaluation of the module.
   const factory = new vm.Script(`(function (module, exports, require) {${code}\n})`, {
     filename: file,
@@ -108,6 +172,8 @@ export async function bundleWorker(entry: string): Promise<WorkerModule> {
     instantiate(virtualModules) {
       return evaluateWorker(factory, (specifier) => {
         if (Object.hasOwn(virtualModules, specifier)) return virtualModules[specifier];
+        const wasm = compiledWasm.get(specifier);
+        if (wasm) return wasm;
         if (specifier.startsWith("node:")) {
           if (!NODE_MODULES_SIMULATED.has(specifier.slice("node:".length))) {
             throw new InputError(
@@ -122,6 +188,20 @@ export async function bundleWorker(entry: string): Promise<WorkerModule> {
       });
     },
   };
+}
+
+/** The platform's WebAssembly, whose constructors the types eutaxy is built with leave out. */
+const platformWasm = (
+  globalThis as unknown as { WebAssembly: { Module: new (bytes: Uint8Array) => WebAssembly.Module } }
+).WebAssembly;
+
+/** A CompiledWasm module, compiled once for every run; a file that is not WebAssembly is bad input. */
+function compileWasm(path: string): WebAssembly.Module {
+  try {
+    return new platformWasm.Module(readFileSync(path));
+  } catch (error) {
+    throw new InputError(path, `is not a WebAssembly module: ${(error as Error).message}`);
+  }
 }
 
 /**

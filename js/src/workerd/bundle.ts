@@ -2,15 +2,15 @@
  * The code the workerd script is made of, bundled with esbuild in Node: the simulation host
  * (`host.ts` and everything it imports, with the engine's web build), each Worker of the world
  * and the scenario module. Workers are bundled with the options `load/bundle.ts` uses, and the
- * `node:*` modules each imports are listed, since workerd can only provide them as imports the
- * script makes itself.
+ * `node:*` modules and CompiledWasm modules each imports are listed, since workerd can only
+ * provide them as imports the script makes itself.
  */
 
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build, type Metafile, type Plugin } from "esbuild";
-import { buildInputError, workerBuildOptions } from "../load/bundle.ts";
+import { build, type Plugin } from "esbuild";
+import { buildInputError, compiledWasmImports, externalImports, workerBuildOptions } from "../load/bundle.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -79,13 +79,19 @@ export interface WorkerCode {
   readonly code: string;
   /** The `node:*` modules it requires. */
   readonly nodeModules: readonly string[];
+  /** The CompiledWasm modules it requires, by their absolute paths. */
+  readonly compiledWasm: readonly string[];
 }
 
 /** Bundles a Worker as `load/bundle.ts` does, for a factory in the workerd script. */
 export async function bundleWorkerCode(entry: string): Promise<WorkerCode> {
   try {
     const result = await build({ ...workerBuildOptions(entry), metafile: true });
-    return { code: result.outputFiles[0]?.text ?? "", nodeModules: nodeImports(result.metafile) };
+    return {
+      code: result.outputFiles[0]?.text ?? "",
+      nodeModules: externalImports(result.metafile).filter((path) => path.startsWith("node:")),
+      compiledWasm: compiledWasmImports(result.metafile),
+    };
   } catch (error) {
     throw buildInputError(error, entry);
   }
@@ -124,14 +130,4 @@ export async function bundleScenarioCode(file: string): Promise<string> {
 
 function ownModule(name: string): string {
   return found(`its module ${name}`, [join(here, "..", `${name}.ts`), join(here, `${name}.js`)]);
-}
-
-function nodeImports(metafile: Metafile): string[] {
-  const specifiers = new Set<string>();
-  for (const output of Object.values(metafile.outputs)) {
-    for (const imported of output.imports) {
-      if (imported.external && imported.path.startsWith("node:")) specifiers.add(imported.path);
-    }
-  }
-  return [...specifiers].sort();
 }

@@ -27,6 +27,8 @@ export interface HostParts {
   readonly factories: readonly ModuleFactory[];
   /** The `node:*` modules the Workers import, as workerd provides them. */
   readonly nodeModules: Readonly<Record<string, unknown>>;
+  /** The CompiledWasm modules the Workers import, compiled by workerd, by their absolute paths. */
+  readonly compiledWasm: Readonly<Record<string, WebAssembly.Module>>;
 }
 
 let engineReady = false;
@@ -43,16 +45,14 @@ function createEngine(wasm: WebAssembly.Module, config: EngineConfig): Engine {
 let simulatedCrypto: object | undefined;
 
 /** A Worker's module: each `instantiate` calls its factory anew, one fresh evaluation per run. */
-function workerModule(
-  entry: string,
-  factory: ModuleFactory,
-  nodeModules: HostParts["nodeModules"],
-): WorkerModule {
+function workerModule(entry: string, factory: ModuleFactory, parts: HostParts): WorkerModule {
+  const { nodeModules, compiledWasm } = parts;
   return {
     entry,
     instantiate(virtualModules) {
       return evaluateWorker(factory, (specifier) => {
         if (Object.hasOwn(virtualModules, specifier)) return virtualModules[specifier];
+        if (Object.hasOwn(compiledWasm, specifier)) return compiledWasm[specifier];
         if (specifier === "node:crypto" && Object.hasOwn(nodeModules, specifier)) {
           simulatedCrypto ??= simulatedNodeCrypto(nodeModules[specifier] as object);
           return simulatedCrypto;
@@ -71,7 +71,7 @@ async function answer(parts: HostParts, request: HostRequest): Promise<HostAnswe
     const modules = request.world.workers.map((worker, i) => {
       const factory = parts.factories[i];
       if (!factory) throw new Error(`the workerd script has no code for Worker ${worker.name}`);
-      return workerModule(worker.entry, factory, parts.nodeModules);
+      return workerModule(worker.entry, factory, parts);
     });
     const world = decodeWorld(request.world, parts.scenario.default, modules);
     const result = await explore({

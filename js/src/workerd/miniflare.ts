@@ -50,10 +50,11 @@ export async function exploreInWorkerd(exploration: Omit<Exploration, "createEng
     schemas: [...exploration.schemas],
   };
   const stderr = new StartupLog();
+  const wasmFiles = [...new Set(workers.flatMap((w) => w.compiledWasm))].sort();
   const mf = new Miniflare({
     modulesRoot: ROOT,
     modules: [
-      { type: "ESModule", path: `${ROOT}/main.js`, contents: mainScript(workers) },
+      { type: "ESModule", path: `${ROOT}/main.js`, contents: mainScript(workers, wasmFiles) },
       { type: "ESModule", path: `${ROOT}/host.js`, contents: host },
       { type: "ESModule", path: `${ROOT}/scenario.js`, contents: scenario },
       {
@@ -61,6 +62,11 @@ export async function exploreInWorkerd(exploration: Omit<Exploration, "createEng
         path: `${ROOT}/engine_bg.wasm`,
         contents: readFileSync(webEnginePath("engine_bg.wasm")),
       },
+      ...wasmFiles.map((file, i) => ({
+        type: "CompiledWasm" as const,
+        path: `${ROOT}/${compiledWasmModule(i)}`,
+        contents: readFileSync(file),
+      })),
     ],
     compatibilityDate: WORKERD_COMPATIBILITY_DATE,
     compatibilityFlags: ["nodejs_compat"],
@@ -138,18 +144,25 @@ function startupError(world: World, workers: readonly WorkerCode[], log: string)
   );
 }
 
+/** The script's module for the `i`th of the Workers' CompiledWasm files. */
+function compiledWasmModule(i: number): string {
+  return `wasm/${i}.wasm`;
+}
+
 /**
  * The script's main module: each Worker's bundle as the body of a factory function (workerd
  * cannot compile code at run time, so every fresh evaluation of a module is a call of one of
- * these), the `node:*` modules they import, and the host's entry over them.
+ * these), the `node:*` modules and CompiledWasm files (`wasmFiles`, one module each, in their
+ * order) they import, and the host's entry over them.
  */
-function mainScript(workers: readonly WorkerCode[]): string {
+function mainScript(workers: readonly WorkerCode[], wasmFiles: readonly string[]): string {
   const specifiers = [...new Set(workers.flatMap((w) => w.nodeModules))].sort();
   const lines = [
     'import { serve } from "./host.js";',
     'import wasm from "./engine_bg.wasm";',
     'import * as scenario from "./scenario.js";',
     ...specifiers.map((s, i) => `import * as __eutaxy_node_${i} from ${JSON.stringify(s)};`),
+    ...wasmFiles.map((_, i) => `import __eutaxy_wasm_${i} from "./${compiledWasmModule(i)}";`),
   ];
   workers.forEach((worker, i) => {
     lines.push(`function __eutaxy_worker_${i}(module, exports, require) {\n${worker.code}\n}`);
@@ -164,6 +177,7 @@ function mainScript(workers: readonly WorkerCode[]): string {
     "  scenario,",
     `  factories: [${workers.map((_, i) => `__eutaxy_worker_${i}`).join(", ")}],`,
     `  nodeModules: { ${nodeModules.join(", ")} },`,
+    `  compiledWasm: { ${wasmFiles.map((file, i) => `${JSON.stringify(file)}: __eutaxy_wasm_${i}`).join(", ")} },`,
     "});",
   );
   return lines.join("\n");
