@@ -30,6 +30,7 @@ function scenario(
       name: "w",
       main: "worker.ts",
       compatibility_date: "2025-09-01",
+      compatibility_flags: ["nodejs_compat"],
       d1_databases: [{ binding: "DB", database_name: "db" }],
       ...config,
     }),
@@ -105,6 +106,20 @@ describe("a scenario's mistakes in a custom invariant", () => {
 });
 
 describe("what a Worker reaches for", () => {
+  it("node: modules without the nodejs_compat flag, which Cloudflare then does not provide", async () => {
+    const file = scenario(
+      'return new Response(createHash("sha256").update("x").digest("hex"));',
+      "() => true",
+      'import { createHash } from "node:crypto";',
+      { compatibility_flags: [] },
+    );
+    const error = await failure(file);
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toMatch(
+      /imports node:crypto, which Cloudflare provides only with the nodejs_compat compatibility flag, and this config does not set it/,
+    );
+  });
+
   it("node:fs, which would reach this machine", async () => {
     const file = scenario(
       'appendFileSync("/tmp/eutaxy-must-not-exist", "x"); return new Response("ok");',

@@ -17,6 +17,8 @@ import { evaluateWorker, type ModuleFactory } from "../sim/runtime-modules.ts";
 export interface WorkerModule {
   /** The entry module, absolute. */
   readonly entry: string;
+  /** The `node:*` modules its code imports, statically or with `import()`, sorted. */
+  readonly nodeImports: readonly string[];
   /**
    * Evaluates the module's code anew; returns its exports (default, named classes...).
    * `virtualModules` answers the imports the runtime provides, such as `cloudflare:workers`.
@@ -154,10 +156,12 @@ export async function bundleWorker(entry: string): Promise<WorkerModule> {
   if (!statSync(file, { throwIfNoEntry: false })?.isFile()) throw new InputError(entry, "no such file");
   let code: string;
   let wasmFiles: string[];
+  let nodeImports: string[];
   try {
     const result = await build({ ...workerBuildOptions(file), sourcemap: "inline", metafile: true });
     code = result.outputFiles[0]?.text ?? "";
     wasmFiles = compiledWasmImports(result.metafile);
+    nodeImports = externalImports(result.metafile).filter((path) => path.startsWith("node:"));
   } catch (error) {
     throw buildInputError(error, entry);
   }
@@ -169,6 +173,7 @@ export async function bundleWorker(entry: string): Promise<WorkerModule> {
 
   return {
     entry: file,
+    nodeImports,
     instantiate(virtualModules) {
       return evaluateWorker(factory, (specifier) => {
         if (Object.hasOwn(virtualModules, specifier)) return virtualModules[specifier];

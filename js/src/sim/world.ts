@@ -86,6 +86,7 @@ async function loadWorker(
   const name = config?.name ?? "worker";
   const p = prefix(name);
   const module = await bundleWorker(entry);
+  if (config) nodeCompatible(config, module);
   const bindings = new Map<string, BindingSpec>();
   for (const d of config?.d1Databases ?? [])
     bindings.set(d.binding, { kind: "d1", name: d.binding, store: `${p}${d.binding}` });
@@ -104,6 +105,24 @@ async function loadWorker(
     });
   }
   return { name, prefix: p, entry, config, module, vars: { ...config?.vars }, bindings };
+}
+
+/**
+ * Cloudflare provides `node:*` modules only to a Worker with the `nodejs_compat` compatibility
+ * flag (`nodejs_als` gives `node:async_hooks` alone): without it, workerd refuses to load the
+ * Worker (`No such module "node:crypto"`), so eutaxy must not run it as if it loaded.
+ */
+function nodeCompatible(config: WorkerConfig, module: WorkerModule): void {
+  const flags = config.compatibilityFlags;
+  if (flags.includes("nodejs_compat") || flags.includes("nodejs_compat_v2")) return;
+  const missing = module.nodeImports.filter(
+    (m) => !(m === "node:async_hooks" && flags.includes("nodejs_als")),
+  );
+  if (missing.length === 0) return;
+  throw new InputError(
+    config.file,
+    `the Worker ${shown(module.entry)} imports ${missing.join(", ")}, which Cloudflare provides only with the nodejs_compat compatibility flag, and this config does not set it (add "nodejs_compat" to compatibility_flags)`,
+  );
 }
 
 /** Resolves `binding` (`PAYMENTS`, or `payments/LEDGER` for a callee's) to its Worker and name. */

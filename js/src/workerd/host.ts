@@ -49,6 +49,7 @@ function workerModule(entry: string, factory: ModuleFactory, parts: HostParts): 
   const { nodeModules, compiledWasm } = parts;
   return {
     entry,
+    nodeImports: Object.keys(nodeModules).sort(),
     instantiate(virtualModules) {
       return evaluateWorker(factory, (specifier) => {
         if (Object.hasOwn(virtualModules, specifier)) return virtualModules[specifier];
