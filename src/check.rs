@@ -644,6 +644,22 @@ impl Check {
         self.run.now_ms()
     }
 
+    /// The run seed of the run under way: its events, the faults fired so far, its choices.
+    pub fn run_seed(&self) -> String {
+        let redeliveries_max = self
+            .active
+            .as_ref()
+            .map_or(self.config.max_redeliveries, |a| a.redeliveries_max);
+        Schedule {
+            base_seed: self.run.base_seed(),
+            events: self.run.events().to_vec(),
+            faults: self.run.faults().to_vec(),
+            redeliveries_max,
+            choices: self.run.choices().to_vec(),
+        }
+        .encode(&self.config.events)
+    }
+
     /// The host has moved the run's clock `skew_ms` past the engine's; until the next run,
     /// SQL's `'now'` reads that clock.
     pub fn set_clock_skew(&mut self, skew_ms: u64) {

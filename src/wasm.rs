@@ -173,6 +173,13 @@ impl Engine {
         self.check.now_ms() as f64
     }
 
+    /// The run seed of the run under way, as far as it has gone: for a message about this run
+    /// (an invariant that could not judge it) that the user can replay.
+    #[wasm_bindgen(js_name = runSeed)]
+    pub fn run_seed(&self) -> String {
+        self.check.run_seed()
+    }
+
     pub fn trace(&mut self, line: &str) {
         self.check.trace(line);
     }

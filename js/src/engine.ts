@@ -271,6 +271,8 @@ export interface Engine {
   d1Footprint(db: string, sql: string): FootprintEntry[];
   fillRandom(stream: string, buf: Uint8Array): void;
   nowMs(): number;
+  /** The run seed of the run under way, as far as it has gone. */
+  runSeed(): string;
   trace(line: string): void;
   /**
    * `quiet`: the statement is the host's own bookkeeping (a KV namespace's table, a queue's

@@ -173,16 +173,18 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
       await run.execute(plan);
       if (plan.phase === "explore") reach.add(run);
       if (plan.trace) engine.trace(FINAL_STATE);
-      const violation = hostViolation(
-        scenario.invariants,
-        finalState(
-          engine,
-          world,
-          run.responses,
-          run.nowMs(),
-          plan.events.map((index) => events[index]?.id ?? `event ${index}`),
+      const violation = judgedIn(engine, () =>
+        hostViolation(
+          scenario.invariants,
+          finalState(
+            engine,
+            world,
+            run.responses,
+            run.nowMs(),
+            plan.events.map((index) => events[index]?.id ?? `event ${index}`),
+          ),
+          world.file,
         ),
-        world.file,
       );
       try {
         escaping(() => engine.endRun(violation));
@@ -238,6 +240,25 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
     }
   } finally {
     engine.free();
+  }
+}
+
+/**
+ * `judge`'s answer; an invariant that answered neither true nor a message (false, a Promise)
+ * is bad input, and the error names the run it could not judge, so that the run can be replayed
+ * once the invariant answers.
+ */
+function judgedIn<T>(engine: Engine, judge: () => T): T {
+  try {
+    return judge();
+  } catch (error) {
+    if (error instanceof InputError && /^invariant \S+ returned /.test(error.problem)) {
+      throw new InputError(
+        error.file,
+        `${error.problem} (in run ${engine.runSeed()}, which --replay runs again)`,
+      );
+    }
+    throw error;
   }
 }
 

@@ -92,8 +92,11 @@ describe("a scenario's mistakes in a custom invariant", () => {
     ] as const) {
       const error = await failure(scenario(ok, check));
       expect(error).toBeInstanceOf(InputError);
-      expect((error as InputError).problem).toBe(
-        `invariant i returned ${returned}: return true when it holds, or a message saying what broke`,
+      // The run it could not judge is named, to replay once the invariant answers.
+      expect((error as InputError).problem).toMatch(
+        new RegExp(
+          `^invariant i returned ${returned}: return true when it holds, or a message saying what broke \\(in run [0-9a-f]{16}:[^ ]+, which --replay runs again\\)$`,
+        ),
       );
     }
   });
