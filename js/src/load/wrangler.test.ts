@@ -298,6 +298,136 @@ entrypoint = "Payments"
   });
 });
 
+describe("readWranglerConfig of an environment", () => {
+  const staging = `name = "checkout"
+main = "src/index.ts"
+compatibility_date = "2025-01-01"
+compatibility_flags = ["nodejs_compat"]
+triggers = { crons = ["0 * * * *"] }
+migrations = [{ tag = "v1", new_sqlite_classes = ["Counter"] }]
+assets = { directory = "public", binding = "ASSETS" }
+
+[vars]
+MODE = "production"
+
+[[kv_namespaces]]
+binding = "CACHE"
+id = "prod"
+
+[env.staging]
+compatibility_date = "2025-06-01"
+
+[env.staging.vars]
+MODE = "staging"
+
+[[env.staging.d1_databases]]
+binding = "DB"
+database_name = "orders-staging"
+
+[[env.staging.queues.producers]]
+binding = "JOBS"
+queue = "jobs-staging"
+
+[env.production]
+name = "checkout-live"
+triggers = { crons = [] }
+`;
+
+  it("inherits the inheritable keys, takes vars and bindings from the environment alone, and names it <name>-<env>", () => {
+    const file = write("wrangler.toml", staging);
+    expect(readWranglerConfig(file, "staging")).toEqual({
+      file,
+      env: "staging",
+      name: "checkout-staging",
+      main: join(dir, "src/index.ts"),
+      compatibilityDate: "2025-06-01",
+      compatibilityFlags: ["nodejs_compat"],
+      vars: { MODE: "staging" },
+      d1Databases: [{ binding: "DB", databaseName: "orders-staging" }],
+      services: [],
+      kvNamespaces: [],
+      durableObjects: [],
+      durableObjectClasses: new Map([["Counter", { sqlite: true }]]),
+      queueProducers: [{ binding: "JOBS", queue: "jobs-staging" }],
+      queueConsumers: [],
+      crons: ["0 * * * *"],
+      unsupported: [{ binding: "ASSETS", field: "assets" }],
+    });
+  });
+
+  it("keeps the name and the inheritable keys an environment sets, and the top level without env", () => {
+    const file = write("wrangler.toml", staging);
+    const production = readWranglerConfig(file, "production");
+    expect(production.name).toBe("checkout-live");
+    expect(production.crons).toEqual([]);
+    expect(production.vars).toEqual({});
+    const top = readWranglerConfig(file);
+    expect(top).not.toHaveProperty("env");
+    expect(top.name).toBe("checkout");
+    expect(top.vars).toEqual({ MODE: "production" });
+    expect(top.kvNamespaces).toEqual([{ binding: "CACHE", id: "prod" }]);
+    expect(top.d1Databases).toEqual([]);
+  });
+
+  it("reads an environment of a JSON config, its own migrations over the top level's", () => {
+    const file = write(
+      "wrangler.jsonc",
+      `{
+        "name": "rooms",
+        "main": "worker.ts",
+        "migrations": [{ "tag": "v1", "new_classes": ["Room"] }],
+        "durable_objects": { "bindings": [{ "name": "ROOMS", "class_name": "Room" }] },
+        "env": {
+          "dev": {
+            "migrations": [{ "tag": "v1", "new_sqlite_classes": ["Room"] }],
+            "durable_objects": { "bindings": [{ "name": "DEV_ROOMS", "class_name": "Room" }] },
+            "services": [{ "binding": "AUTH", "service": "auth-dev" }]
+          }
+        }
+      }`,
+    );
+    const dev = readWranglerConfig(file, "dev");
+    expect(dev.name).toBe("rooms-dev");
+    expect(dev.main).toBe(join(dir, "worker.ts"));
+    expect(dev.durableObjects).toEqual([{ name: "DEV_ROOMS", className: "Room" }]);
+    expect(dev.durableObjectClasses).toEqual(new Map([["Room", { sqlite: true }]]));
+    expect(dev.services).toEqual([{ binding: "AUTH", service: "auth-dev" }]);
+  });
+
+  it("reports an environment the config does not have, with those it has", () => {
+    const file = write("wrangler.toml", staging);
+    expect(inputError(() => readWranglerConfig(file, "prod")).message).toBe(
+      `${file}: has no environment prod (env.prod); its environments are staging, production`,
+    );
+    const bare = write("wrangler.json", `{ "name": "bare" }`);
+    expect(inputError(() => readWranglerConfig(bare, "staging")).message).toBe(
+      `${bare}: has no environment staging (env.staging); it has none`,
+    );
+    const inherited = write("wrangler.json", `{ "name": "x", "env": { "staging": {} } }`);
+    expect(inputError(() => readWranglerConfig(inherited, "toString")).problem).toBe(
+      "has no environment toString (env.toString); its environments are staging",
+    );
+  });
+
+  it("names the environment in the field a problem is in", () => {
+    const path = write(
+      "wrangler.json",
+      `{ "name": "x", "env": { "staging": { "d1_databases": [{ "binding": 1 }] }, "qa": 3 } }`,
+    );
+    expect(inputError(() => readWranglerConfig(path, "staging")).problem).toBe(
+      "env.staging.d1_databases[0].binding must be a non-empty string",
+    );
+    expect(inputError(() => readWranglerConfig(path, "qa")).problem).toBe("env.qa must be an object");
+    const twice = write(
+      "wrangler.json",
+      `{ "name": "x", "env": { "staging": { "vars": { "BUCKET": "b" }, "r2_buckets": [{ "binding": "BUCKET" }] } } }`,
+    );
+    expect(inputError(() => readWranglerConfig(twice, "staging")).problem).toBe(
+      "binding BUCKET is declared twice: env.staging.vars.BUCKET and env.staging.r2_buckets[0]",
+    );
+  });
+});
+
 describe("findWranglerConfig", () => {
   it("finds the first config wrangler would read, or none", () => {
     expect(findWranglerConfig(dir)).toBeUndefined();

@@ -2,7 +2,8 @@
  * Reads a Worker's wrangler config (`wrangler.jsonc`, `wrangler.json` or `wrangler.toml`) into
  * the fields a check uses: the Worker's name, its entry module, its bindings (vars, D1, KV,
  * service bindings, Durable Objects, queue producers, and those of kinds eutaxy does not
- * simulate), its queue consumers and cron triggers.
+ * simulate), its queue consumers and cron triggers; at the top level, or as one of its
+ * environments (`env.<name>`) with wrangler's inheritance.
  * Fields eutaxy does not use are left alone, so a real project's config loads as it is.
  */
 
@@ -61,6 +62,9 @@ export interface QueueConsumer {
 export interface WorkerConfig {
   /** The config file, absolute. */
   readonly file: string;
+  /** The environment read (`env.<env>`, as `wrangler --env <env>` reads it); absent, the top level. */
+  readonly env?: string;
+  /** The Worker's name; an environment that sets none is named `<top-level name>-<env>`. */
   readonly name: string;
   /** The entry module, absolute (resolved against the config's folder). */
   readonly main?: string;
@@ -142,8 +146,11 @@ function isFile(path: string): boolean {
   return statSync(path, { throwIfNoEntry: false })?.isFile() ?? false;
 }
 
-/** Reads and checks the wrangler config at `path`; every problem is an InputError naming it. */
-export function readWranglerConfig(path: string): WorkerConfig {
+/**
+ * Reads and checks the wrangler config at `path`: its top level or, with `env`, its environment
+ * `env.<env>` as `wrangler --env <env>` reads it. Every problem is an InputError naming the file.
+ */
+export function readWranglerConfig(path: string, env?: string): WorkerConfig {
   const file = resolve(path);
   let text: string;
   try {
@@ -152,7 +159,7 @@ export function readWranglerConfig(path: string): WorkerConfig {
     throw new InputError(path, "no such file");
   }
   const raw = path.endsWith(".toml") ? parseTomlConfig(path, text) : parseJsonConfig(path, text);
-  return normalize(path, file, raw);
+  return normalize(path, file, raw, env);
 }
 
 /** jsonc-parser's error codes, said the way the rest of eutaxy's messages are. */
@@ -213,12 +220,62 @@ function isStringArray(value: unknown): value is string[] {
   return Array.isArray(value) && value.every((item) => typeof item === "string");
 }
 
-function normalize(path: string, file: string, raw: unknown): WorkerConfig {
+/**
+ * The keys eutaxy reads that a wrangler environment inherits from the top level unless it sets
+ * them itself (wrangler 4.86's `inheritable` fields; `name` too, below). Every other key eutaxy
+ * reads, vars and every binding kind, is one of wrangler's non-inheritable keys: an environment
+ * has only those it declares.
+ */
+const INHERITABLE = [
+  "main",
+  "compatibility_date",
+  "compatibility_flags",
+  "triggers",
+  "migrations",
+  "assets",
+  "logfwdr",
+] as const;
+
+/** The fields of a config as `env` selects them, and where each top-level key was written. */
+interface Selected {
+  readonly config: Fields;
+  /** `vars` for a key of the top level, `env.staging.vars` for one the environment sets. */
+  readonly keyPath: (key: string) => string;
+}
+
+/**
+ * Environment `env` of `config` as wrangler reads it: the keys it sets, the inheritable keys it
+ * does not set from the top level, and the top level's name with `-<env>` unless it names
+ * itself, as wrangler deploys it as a Worker of its own.
+ */
+function selectEnvironment(config: Fields, env: string, fail: (problem: string) => never): Selected {
+  const environments = config.env ?? {};
+  if (!isObject(environments)) fail("env must be an object");
+  if (!Object.hasOwn(environments, env)) {
+    const known = Object.keys(environments);
+    fail(
+      `has no environment ${env} (env.${env}); ${known.length ? `its environments are ${known.join(", ")}` : "it has none"}`,
+    );
+  }
+  const selected = environments[env];
+  if (!isObject(selected)) fail(`env.${env} must be an object`);
+  // Wrangler takes a key the environment leaves null as one it does not set, as `??` does.
+  const sets = (key: string) => selected[key] !== undefined && selected[key] !== null;
+  const fields: Fields = { ...selected };
+  for (const key of INHERITABLE) if (!sets(key)) fields[key] = config[key];
+  if (!sets("name") && typeof config.name === "string" && config.name !== "") {
+    fields.name = `${config.name}-${env}`;
+  }
+  return { config: fields, keyPath: (key) => (sets(key) ? `env.${env}.${key}` : key) };
+}
+
+function normalize(path: string, file: string, raw: unknown, env: string | undefined): WorkerConfig {
   function fail(problem: string): never {
     throw new InputError(path, problem);
   }
   if (!isObject(raw)) fail("the config must be an object");
-  const config = raw;
+  const { config, keyPath }: Selected =
+    env === undefined ? { config: raw, keyPath: (key) => key } : selectEnvironment(raw, env, fail);
 
   const optionalString = (value: unknown, field: string): string | undefined => {
     if (value !== undefined && typeof value !== "string") fail(`${field} must be a string`);
@@ -238,7 +295,7 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
     }
     return value;
   };
-  const entries = (field: string, within: Fields = config, at = field): Fields[] => {
+  const entries = (field: string, within: Fields = config, at = keyPath(field)): Fields[] => {
     const value = within[field] ?? [];
     if (!Array.isArray(value)) fail(`${at} must be an array`);
     return value.map((entry: unknown, i) => {
@@ -247,15 +304,15 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
     });
   };
 
-  const name = requiredString(config.name, "name");
-  const main = optionalString(config.main, "main");
-  const compatibilityDate = optionalString(config.compatibility_date, "compatibility_date");
+  const name = requiredString(config.name, keyPath("name"));
+  const main = optionalString(config.main, keyPath("main"));
+  const compatibilityDate = optionalString(config.compatibility_date, keyPath("compatibility_date"));
   const flags: unknown = config.compatibility_flags ?? [];
-  if (!isStringArray(flags)) fail("compatibility_flags must be an array of strings");
-  const vars = optionalObject(config.vars, "vars") ?? {};
+  if (!isStringArray(flags)) fail(`${keyPath("compatibility_flags")} must be an array of strings`);
+  const vars = optionalObject(config.vars, keyPath("vars")) ?? {};
 
   const d1Databases = entries("d1_databases").map((entry, i): D1DatabaseBinding => {
-    const at = `d1_databases[${i}]`;
+    const at = `${keyPath("d1_databases")}[${i}]`;
     const databaseName = optionalString(entry.database_name, `${at}.database_name`);
     const databaseId = optionalString(entry.database_id, `${at}.database_id`);
     return {
@@ -265,7 +322,7 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
     };
   });
   const services = entries("services").map((entry, i): ServiceBinding => {
-    const at = `services[${i}]`;
+    const at = `${keyPath("services")}[${i}]`;
     const entrypoint = optionalString(entry.entrypoint, `${at}.entrypoint`);
     const props = optionalObject(entry.props, `${at}.props`);
     return {
@@ -277,15 +334,16 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
   });
 
   const kvNamespaces = entries("kv_namespaces").map((entry, i): KvNamespaceBinding => {
-    const at = `kv_namespaces[${i}]`;
+    const at = `${keyPath("kv_namespaces")}[${i}]`;
     const id = optionalString(entry.id, `${at}.id`);
     return { binding: requiredString(entry.binding, `${at}.binding`), ...(id !== undefined ? { id } : {}) };
   });
 
-  const durableObjectsField = optionalObject(config.durable_objects, "durable_objects") ?? {};
-  const durableObjects = entries("bindings", durableObjectsField, "durable_objects.bindings").map(
+  const durableObjectsAt = `${keyPath("durable_objects")}.bindings`;
+  const durableObjectsField = optionalObject(config.durable_objects, keyPath("durable_objects")) ?? {};
+  const durableObjects = entries("bindings", durableObjectsField, durableObjectsAt).map(
     (entry, i): DurableObjectBinding => {
-      const at = `durable_objects.bindings[${i}]`;
+      const at = `${durableObjectsAt}[${i}]`;
       const scriptName = optionalString(entry.script_name, `${at}.script_name`);
       return {
         name: requiredString(entry.name, `${at}.name`),
@@ -301,15 +359,17 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
       ["new_sqlite_classes", true],
     ] as const) {
       const classes: unknown = migration[field] ?? [];
-      if (!isStringArray(classes)) fail(`migrations[${i}].${field} must be an array of strings`);
+      if (!isStringArray(classes))
+        fail(`${keyPath("migrations")}[${i}].${field} must be an array of strings`);
       for (const className of classes) durableObjectClasses.set(className, { sqlite });
     }
   }
 
-  const queuesField = optionalObject(config.queues, "queues") ?? {};
-  const queueProducers = entries("producers", queuesField, "queues.producers").map(
+  const queuesAt = keyPath("queues");
+  const queuesField = optionalObject(config.queues, queuesAt) ?? {};
+  const queueProducers = entries("producers", queuesField, `${queuesAt}.producers`).map(
     (entry, i): QueueProducerBinding => {
-      const at = `queues.producers[${i}]`;
+      const at = `${queuesAt}.producers[${i}]`;
       const deliveryDelay = optionalNumber(entry.delivery_delay, `${at}.delivery_delay`);
       return {
         binding: requiredString(entry.binding, `${at}.binding`),
@@ -318,9 +378,9 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
       };
     },
   );
-  const consumerEntries = entries("consumers", queuesField, "queues.consumers");
+  const consumerEntries = entries("consumers", queuesField, `${queuesAt}.consumers`);
   const queueConsumers = consumerEntries.flatMap((entry, i): QueueConsumer[] => {
-    const at = `queues.consumers[${i}]`;
+    const at = `${queuesAt}.consumers[${i}]`;
     // An HTTP pull consumer reads the queue over HTTP; Cloudflare never invokes the Worker.
     if (entry.type === "http_pull") return [];
     const queue = requiredString(entry.queue, `${at}.queue`);
@@ -357,22 +417,23 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
   });
 
   const unsupported: { binding: string; field: string }[] = [];
-  for (const [at, key] of Object.entries(UNSUPPORTED_LISTS)) {
-    const [outer, inner] = at.split(".") as [string, string | undefined];
-    const within = inner === undefined ? config : (optionalObject(config[outer], outer) ?? {});
+  for (const [field, key] of Object.entries(UNSUPPORTED_LISTS)) {
+    const [outer, inner] = field.split(".") as [string, string | undefined];
+    const at = inner === undefined ? keyPath(outer) : `${keyPath(outer)}.${inner}`;
+    const within = inner === undefined ? config : (optionalObject(config[outer], keyPath(outer)) ?? {});
     for (const [i, entry] of entries(inner ?? outer, within, at).entries()) {
       const binding = entry[key];
       if (typeof binding === "string") unsupported.push({ binding, field: `${at}[${i}]` });
     }
   }
   for (const field of UNSUPPORTED_SINGLES) {
-    const binding = optionalObject(config[field], field)?.binding;
-    if (typeof binding === "string") unsupported.push({ binding, field });
+    const binding = optionalObject(config[field], keyPath(field))?.binding;
+    if (typeof binding === "string") unsupported.push({ binding, field: keyPath(field) });
   }
 
-  const triggers = optionalObject(config.triggers, "triggers") ?? {};
+  const triggers = optionalObject(config.triggers, keyPath("triggers")) ?? {};
   const crons: unknown = triggers.crons ?? [];
-  if (!isStringArray(crons)) fail("triggers.crons must be an array of strings");
+  if (!isStringArray(crons)) fail(`${keyPath("triggers")}.crons must be an array of strings`);
 
   // A Worker's env has one value per name, so two bindings of one name cannot both be honoured.
   const declaredAt = new Map<string, string>();
@@ -381,16 +442,18 @@ function normalize(path: string, file: string, raw: unknown): WorkerConfig {
     if (earlier) fail(`binding ${binding} is declared twice: ${earlier} and ${at}`);
     declaredAt.set(binding, at);
   };
-  for (const [i, d1] of d1Databases.entries()) declare(d1.binding, `d1_databases[${i}]`);
-  for (const [i, service] of services.entries()) declare(service.binding, `services[${i}]`);
-  for (const key of Object.keys(vars)) declare(key, `vars.${key}`);
-  for (const [i, kv] of kvNamespaces.entries()) declare(kv.binding, `kv_namespaces[${i}]`);
-  for (const [i, object] of durableObjects.entries()) declare(object.name, `durable_objects.bindings[${i}]`);
-  for (const [i, producer] of queueProducers.entries()) declare(producer.binding, `queues.producers[${i}]`);
+  for (const [i, d1] of d1Databases.entries()) declare(d1.binding, `${keyPath("d1_databases")}[${i}]`);
+  for (const [i, service] of services.entries()) declare(service.binding, `${keyPath("services")}[${i}]`);
+  for (const key of Object.keys(vars)) declare(key, `${keyPath("vars")}.${key}`);
+  for (const [i, kv] of kvNamespaces.entries()) declare(kv.binding, `${keyPath("kv_namespaces")}[${i}]`);
+  for (const [i, object] of durableObjects.entries()) declare(object.name, `${durableObjectsAt}[${i}]`);
+  for (const [i, producer] of queueProducers.entries())
+    declare(producer.binding, `${queuesAt}.producers[${i}]`);
   for (const { binding, field } of unsupported) declare(binding, field);
 
   return {
     file,
+    ...(env !== undefined ? { env } : {}),
     name,
     ...(main !== undefined ? { main: resolve(dirname(file), main) } : {}),
     ...(compatibilityDate !== undefined ? { compatibilityDate } : {}),
