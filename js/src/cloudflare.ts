@@ -10,16 +10,21 @@
 /**
  * A Worker of the scenario: its entry module, its wrangler config, or both, each found from the
  * other as wrangler finds it. Without a config, the one beside the entry or in the nearest folder
- * above (none: the Worker has no bindings); without an entry, the config's `main`.
+ * above (none: the Worker has no bindings); without an entry, the config's `main`. `env` selects
+ * an environment of the config (`[env.staging]`) as `wrangler --env staging` does.
  */
 export type WorkerSpec =
-  | { readonly entry: string; readonly config?: string }
-  | { readonly entry?: string; readonly config: string };
+  | { readonly entry: string; readonly config?: string; readonly env?: string }
+  | { readonly entry?: string; readonly config: string; readonly env?: string };
 
-/** A Worker as a loaded scenario names it: its entry always, its config when it has one. */
+/**
+ * A Worker as a loaded scenario names it: its entry always, its config when it has one, and the
+ * environment of that config when the scenario selects one.
+ */
 export interface WorkerFiles {
   readonly entry: string;
   readonly config?: string;
+  readonly env?: string;
 }
 
 export interface Bounds {

@@ -12,6 +12,11 @@ export function shown(path: string): string {
   return rel && !rel.startsWith("..") && !isAbsolute(rel) ? rel : path;
 }
 
+/** A wrangler config as the user would name it: its file, and the environment read if one was. */
+export function shownConfig(config: { readonly file: string; readonly env?: string }): string {
+  return config.env === undefined ? shown(config.file) : `${shown(config.file)} (env.${config.env})`;
+}
+
 /** Bad input: a scenario, a wrangler config, a schema or a Worker module eutaxy cannot use. */
 export class InputError extends Error {
   readonly exitCode = 2;

@@ -15,7 +15,7 @@ import type {
   InvariantSpec,
   StrategyName,
 } from "./engine.ts";
-import { InputError, SimulationError, shown } from "./errors.ts";
+import { InputError, SimulationError, shown, shownConfig } from "./errors.ts";
 import type { ClientResponse } from "./sim/context.ts";
 import { finalState, hostViolation } from "./sim/final-state.ts";
 import { activate, real } from "./sim/globals.ts";
@@ -447,7 +447,7 @@ function probeModules(engine: Engine, world: World): void {
       if (worker.config?.queueConsumers.length && !hasHandler(exports, "queue")) {
         throw new InputError(
           worker.entry,
-          `${shown(worker.config.file)} makes it a queue consumer, but its default export has no queue handler`,
+          `${shownConfig(worker.config)} makes it a queue consumer, but its default export has no queue handler`,
         );
       }
       exportsOf.set(worker, exports);
@@ -480,9 +480,11 @@ function exportedEntrypoints(
     const known = exported.length
       ? `its entrypoints are ${exported.join(", ")}`
       : "it exports no entrypoint (a class extending WorkerEntrypoint)";
+    // Services are not inherited: with an environment selected, they are all its own.
+    const at = `${config.env !== undefined ? `env.${config.env}.` : ""}services[${i}]`;
     throw new InputError(
       config.file,
-      `services[${i}] binds ${service.binding} to entrypoint ${service.entrypoint} of ${callee.name} (${shown(callee.entry)}), which does not export it; ${known}`,
+      `${at} binds ${service.binding} to entrypoint ${service.entrypoint} of ${callee.name} (${shown(callee.entry)}), which does not export it; ${known}`,
     );
   }
 }

@@ -202,6 +202,47 @@ describe("loadScenario", () => {
     );
   });
 
+  it("takes a Worker's environment, and the entry from that environment's main", async () => {
+    write(
+      "wrangler.jsonc",
+      `{ "name": "checkout", "main": "src/index.ts", "env": { "canary": { "main": "src/canary.ts" } } }`,
+    );
+    write("src/canary.ts", "export default {};");
+    const scenario = baseScenario();
+    scenario.worker = { config: "./wrangler.jsonc", env: "canary" };
+    scenario.setup[0].env = "staging";
+    const file = write("checkout.sim.ts", `export default ${JSON.stringify(scenario)};`);
+    const loaded = (await loadScenario(file)).scenario;
+    expect(loaded.worker).toEqual({
+      entry: join(dir, "src/canary.ts"),
+      config: join(dir, "wrangler.jsonc"),
+      env: "canary",
+    });
+    expect(loaded.setup?.[0]).toEqual({
+      kind: "callee",
+      binding: "PAYMENTS",
+      entry: join(dir, "payments/worker.ts"),
+      config: join(dir, "payments/wrangler.jsonc"),
+      env: "staging",
+    });
+  });
+
+  it("reports an environment of a Worker that has no config, or one its config lacks", async () => {
+    const scenario = { ...baseScenario(), worker: { config: "./wrangler.jsonc", env: "canary" } };
+    const lacking = write("lacking.sim.ts", `export default ${JSON.stringify(scenario)};`);
+    const error = await inputError(() => loadScenario(lacking));
+    expect(error.file).toBe(join(dir, "wrangler.jsonc"));
+    expect(error.problem).toBe("has no environment canary (env.canary); it has none");
+    rmSync(join(dir, "wrangler.jsonc"));
+    const configless = write(
+      "configless.sim.ts",
+      `export default ${JSON.stringify({ ...baseScenario(), worker: { entry: "./worker.ts", env: "canary" } })};`,
+    );
+    expect((await inputError(() => loadScenario(configless))).problem).toBe(
+      "worker.env: no wrangler config to take environment canary from (none beside ./worker.ts or in a folder above)",
+    );
+  });
+
   it("takes a folder of D1 migrations for a schema", async () => {
     write("payments/migrations/0001_init.sql", "CREATE TABLE charges (order_id TEXT);");
     const scenario = baseScenario();
@@ -274,6 +315,12 @@ describe("loadScenario", () => {
       "a callee without entry whose config has no main",
       (s) => (s.setup[0] = { kind: "callee", binding: "PAYMENTS", config: "./payments/wrangler.jsonc" }),
       "setup[0]: callee needs an entry: its config ./payments/wrangler.jsonc has no main",
+    ],
+    ["a worker env that is not a string", (s) => (s.worker.env = 1), "worker.env must be a non-empty string"],
+    [
+      "a consumer of a misspelt field",
+      (s) => (s.setup[0] = { kind: "consumer", entry: "./worker.ts", environment: "staging" }),
+      "setup[0]: unknown field environment (expected kind, entry, config or env)",
     ],
     [
       "a worker entry that does not exist",

@@ -271,19 +271,28 @@ function readScenario(scenario: Fields, dir: string): Scenario<WorkerFiles> {
 /**
  * A Worker's entry and wrangler config, each found from the other as wrangler finds it: without
  * a config, the one beside the entry or in the nearest folder above (none: no bindings); without
- * an entry, the config's `main`.
+ * an entry, the config's `main` (its environment's, with `env`).
  */
 function readWorkerFiles(spec: Fields, dir: string): WorkerFiles {
   const config = spec.optionalFile("config", dir);
-  if (config !== undefined && spec.fields.entry === undefined) return { entry: mainOf(spec, config), config };
+  const env = spec.optionalString("env");
+  const selected = env !== undefined ? { env } : {};
+  if (config !== undefined && spec.fields.entry === undefined) {
+    return { entry: mainOf(spec, config, env), config, ...selected };
+  }
   const entry = spec.file("entry", dir);
   const found = config ?? findWranglerConfig(dirname(entry));
-  return { entry, ...(found !== undefined ? { config: found } : {}) };
+  if (found === undefined && env !== undefined) {
+    invalid(
+      `${spec.path("env")}: no wrangler config to take environment ${env} from (none beside ${spec.string("entry")} or in a folder above)`,
+    );
+  }
+  return { entry, ...(found !== undefined ? { config: found, ...selected } : {}) };
 }
 
 /** The entry a config's `main` names (resolved against the config's folder), which must exist. */
-function mainOf(spec: Fields, config: string): string {
-  const main = readWranglerConfig(config).main;
+function mainOf(spec: Fields, config: string, env: string | undefined): string {
+  const main = readWranglerConfig(config, env).main;
   const named = spec.string("config");
   if (main === undefined) invalid(`${spec.owner} ${needs("entry")}: its config ${named} has no main`);
   if (!isFile(main)) invalid(`${spec.path("config")}: no such file ${main} (the main of ${named})`);
@@ -291,7 +300,7 @@ function mainOf(spec: Fields, config: string): string {
 }
 
 function readWorker(worker: Fields, dir: string): WorkerFiles {
-  return readWorkerFiles(worker.only("entry", "config"), dir);
+  return readWorkerFiles(worker.only("entry", "config", "env"), dir);
 }
 
 function readSetup(scenario: Fields, dir: string): SetupStep<WorkerFiles>[] {
@@ -313,7 +322,7 @@ function readSetup(scenario: Fields, dir: string): SetupStep<WorkerFiles>[] {
       return { kind: "outbound", handlers: readHandlers(step.object("handlers")) as OutboundHandlers };
     }
     if (step.fields.kind === "consumer") {
-      step.only("kind", "entry", "config");
+      step.only("kind", "entry", "config", "env");
       return { kind: "consumer", ...readWorkerFiles(step, dir) } satisfies ConsumerStep<WorkerFiles>;
     }
     if (step.fields.kind === "secrets") {
@@ -334,7 +343,7 @@ function readSetup(scenario: Fields, dir: string): SetupStep<WorkerFiles>[] {
     if (earlier) invalid(`${step.at}: binding ${binding} is already set up by ${earlier}`);
     boundAt.set(binding, step.at);
     if (step.fields.kind === "callee") {
-      step.only("kind", "binding", "entry", "config");
+      step.only("kind", "binding", "entry", "config", "env");
       return { kind: "callee", binding, ...readWorkerFiles(step, dir) } satisfies CalleeStep<WorkerFiles>;
     }
     step.only("kind", "binding", "handlers");

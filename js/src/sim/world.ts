@@ -5,8 +5,8 @@
  * bad input, reported with the file it is in.
  */
 
-import type { Driver, OutboundHandlers, Scenario, ServiceHandlers } from "../cloudflare.ts";
-import { InputError, shown } from "../errors.ts";
+import type { Driver, OutboundHandlers, Scenario, ServiceHandlers, WorkerFiles } from "../cloudflare.ts";
+import { InputError, shown, shownConfig } from "../errors.ts";
 import { bundleWorker, type WorkerModule } from "../load/bundle.ts";
 import type { LoadedScenario } from "../load/scenario.ts";
 import type { QueueConsumer, WorkerConfig } from "../load/wrangler.ts";
@@ -78,11 +78,10 @@ export interface World {
 }
 
 async function loadWorker(
-  entry: string,
-  configPath: string | undefined,
+  { entry, config: configPath, env }: WorkerFiles,
   prefix: (name: string) => string,
 ): Promise<SimWorker> {
-  const config = configPath ? readWranglerConfig(configPath) : undefined;
+  const config = configPath ? readWranglerConfig(configPath, env) : undefined;
   const name = config?.name ?? "worker";
   const p = prefix(name);
   const module = await bundleWorker(entry);
@@ -140,7 +139,7 @@ function describeServices(worker: SimWorker): string {
 
 export async function buildWorld(loaded: LoadedScenario): Promise<World> {
   const { scenario, file } = loaded;
-  const main = await loadWorker(scenario.worker.entry, scenario.worker.config, () => "");
+  const main = await loadWorker(scenario.worker, () => "");
   const workers: SimWorker[] = [main];
   const outbound: OutboundHandlers[] = [];
   /** The Workers `consumer()` added, with the setup step that added each. */
@@ -155,7 +154,7 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
     if (step.kind === "secrets") continue;
     if (step.kind === "consumer") {
       // A Worker of its own, beside the scenario's: its bindings are named after it.
-      const worker = await loadWorker(step.entry, step.config, (name) => `${name}/`);
+      const worker = await loadWorker(step, (name) => `${name}/`);
       const same = workers.find((w) => w.prefix === worker.prefix || w.name === worker.name);
       if (same && same.entry === worker.entry && same !== main) {
         throw new InputError(
@@ -176,7 +175,7 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
     }
     const [owner, binding] = found;
     const declared = owner.config?.services.find((s) => s.binding === binding);
-    const where = owner.config ? shown(owner.config.file) : shown(owner.entry);
+    const where = owner.config ? shownConfig(owner.config) : shown(owner.entry);
     if (owner.config && !declared) {
       throw new InputError(
         file,
@@ -194,7 +193,7 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
       });
       continue;
     }
-    let callee = await loadWorker(step.entry, step.config, (name) => `${owner.prefix}${name}/`);
+    let callee = await loadWorker(step, (name) => `${owner.prefix}${name}/`);
     const same = workers.find((w) => w.prefix === callee.prefix);
     if (same && same.entry !== callee.entry) {
       throw new InputError(file, `setup[${i}]: two Workers in the scenario are named ${callee.name}`);
@@ -246,7 +245,7 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
         const name = `${worker.prefix}${s.binding}`;
         throw new InputError(
           file,
-          `${shown(worker.config?.file ?? worker.entry)} binds service ${s.binding} (${s.service}), but the scenario gives neither callee("${name}", …) nor service("${name}", …)`,
+          `${worker.config ? shownConfig(worker.config) : shown(worker.entry)} binds service ${s.binding} (${s.service}), but the scenario gives neither callee("${name}", …) nor service("${name}", …)`,
         );
       }
     }
@@ -304,7 +303,7 @@ function fedConsumer(
   for (const driver of drivers) if (driver.kind === "queue") sent.add(driver.queue);
   const consumed = consumer.config?.queueConsumers.map((c) => c.queue) ?? [];
   if (consumed.some((queue) => sent.has(queue))) return;
-  const where = shown(consumer.config?.file ?? consumer.entry);
+  const where = consumer.config ? shownConfig(consumer.config) : shown(consumer.entry);
   const what = consumed.length
     ? `consumes ${consumed.join(", ")}, which nothing in the scenario sends to`
     : "consumes no queue (no entry of its queues.consumers has Cloudflare push batches to it)";
@@ -324,7 +323,7 @@ function declaredCrons(scenario: Scenario, file: string, main: SimWorker): void 
     const declared = config.crons.length ? config.crons.map((c) => `"${c}"`).join(", ") : "none";
     throw new InputError(
       file,
-      `drive: cron("${driver.cron}") is not among the crons ${shown(config.file)} declares (triggers.crons: ${declared}); Cloudflare runs only those`,
+      `drive: cron("${driver.cron}") is not among the crons ${shownConfig(config)} declares (triggers.crons: ${declared}); Cloudflare runs only those`,
     );
   }
 }
