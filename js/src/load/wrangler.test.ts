@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { InputError } from "../errors.ts";
-import { findWranglerConfig, readWranglerConfig } from "./wrangler.ts";
+import { findWranglerConfig, readDevVars, readWranglerConfig } from "./wrangler.ts";
 
 let dir: string;
 beforeEach(() => {
@@ -424,6 +424,68 @@ triggers = { crons = [] }
     );
     expect(inputError(() => readWranglerConfig(twice, "staging")).problem).toBe(
       "binding BUCKET is declared twice: env.staging.vars.BUCKET and env.staging.r2_buckets[0]",
+    );
+  });
+});
+
+describe("readDevVars", () => {
+  /** The values readDevVars reads for the config in `dir`, as `key → [value, file name]`. */
+  function devVars(env?: string): Record<string, [string, string]> {
+    const config = readWranglerConfig(
+      write("wrangler.json", `{ "name": "w", "env": { "staging": {} } }`),
+      env,
+    );
+    return Object.fromEntries(
+      [...readDevVars(config)].map(([key, { value, file }]) => [key, [value, file.slice(dir.length + 1)]]),
+    );
+  }
+
+  it("reads nothing when there is no file of local secrets", () => {
+    expect(devVars()).toEqual({});
+  });
+
+  it("reads .dev.vars beside the config as dotenv text, its values as written, and no .env then", () => {
+    write(".dev.vars", `# local only\nAPI_KEY=abc$DEF\nGREETING="hello world"\nEMPTY=\n`);
+    write(".env", "OTHER=1\n");
+    expect(devVars()).toEqual({
+      API_KEY: ["abc$DEF", ".dev.vars"],
+      GREETING: ["hello world", ".dev.vars"],
+      EMPTY: ["", ".dev.vars"],
+    });
+  });
+
+  it("reads .dev.vars.<env> instead of .dev.vars for an environment, when it exists", () => {
+    write(".dev.vars", "API_KEY=top\n");
+    expect(devVars("staging")).toEqual({ API_KEY: ["top", ".dev.vars"] });
+    write(".dev.vars.staging", "API_KEY=staging\n");
+    expect(devVars("staging")).toEqual({ API_KEY: ["staging", ".dev.vars.staging"] });
+    expect(devVars()).toEqual({ API_KEY: ["top", ".dev.vars"] });
+  });
+
+  it("reads .env files, each over the ones before, when there is no .dev.vars", () => {
+    write(".env", "A=env\nB=env\nC=env\nD=env\n");
+    write(".env.local", "B=local\n");
+    write(".env.staging", "C=staging\n");
+    write(".env.staging.local", "D=staging-local\n");
+    expect(devVars()).toEqual({
+      A: ["env", ".env"],
+      B: ["local", ".env.local"],
+      C: ["env", ".env"],
+      D: ["env", ".env"],
+    });
+    expect(devVars("staging")).toEqual({
+      A: ["env", ".env"],
+      B: ["local", ".env.local"],
+      C: ["staging", ".env.staging"],
+      D: ["staging-local", ".env.staging.local"],
+    });
+  });
+
+  it("refuses a .env value wrangler would expand, naming its file", () => {
+    const file = write(".env.local", `URL=https://\${HOST}/api\n`);
+    write(".env", "HOST=example.com\n");
+    expect(inputError(() => devVars()).message).toBe(
+      `${file}: URL: wrangler expands the $ in this value (dotenv-expand), which eutaxy does not; write the value it should have in .dev.vars, which wrangler then reads instead of .env files`,
     );
   });
 });

@@ -3,12 +3,14 @@
  * the fields a check uses: the Worker's name, its entry module, its bindings (vars, D1, KV,
  * service bindings, Durable Objects, queue producers, and those of kinds eutaxy does not
  * simulate), its queue consumers and cron triggers; at the top level, or as one of its
- * environments (`env.<name>`) with wrangler's inheritance.
+ * environments (`env.<name>`) with wrangler's inheritance. Also reads the local secrets
+ * `wrangler dev` reads from beside the config (`.dev.vars`).
  * Fields eutaxy does not use are left alone, so a real project's config loads as it is.
  */
 
 import { readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { parseEnv } from "node:util";
 import { type ParseError, parse as parseJsonc, printParseErrorCode } from "jsonc-parser";
 import { parse as parseToml, TomlError } from "smol-toml";
 import { InputError } from "../errors.ts";
@@ -469,4 +471,55 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
     crons,
     unsupported,
   };
+}
+
+/** A value for a Worker's env from a file of local secrets, and the file it comes from. */
+export interface DevVar {
+  readonly value: string;
+  readonly file: string;
+}
+
+/**
+ * What dotenv-expand, which wrangler runs over `.env` files (not over `.dev.vars`), replaces:
+ * `${NAME}` (with its `:-` defaults), `$NAME`, and `\$` for a `$`.
+ */
+const EXPANDED = /\$\{[^{}]+\}|\$[A-Za-z_]|\\\$/;
+
+/**
+ * The local secrets `wrangler dev` gives a Worker besides its vars, read from the folder of its
+ * config as wrangler 4.86 reads them (`getVarsForDev`): `.dev.vars.<env>` when an environment is
+ * selected and that file exists, else `.dev.vars`; when neither exists, `.env`, `.env.local`,
+ * `.env.<env>` and `.env.<env>.local`, each over the ones before. The files are dotenv text,
+ * their values strings. A `.env` value wrangler would expand is refused: eutaxy does not expand,
+ * and the Worker would see another value than under wrangler.
+ */
+export function readDevVars(config: WorkerConfig): Map<string, DevVar> {
+  const dir = dirname(config.file);
+  const env = config.env;
+  const existing = (names: readonly string[]) => names.map((name) => join(dir, name)).filter(isFile);
+  const [devVars] = existing(env !== undefined ? [`.dev.vars.${env}`, ".dev.vars"] : [".dev.vars"]);
+  if (devVars) return readDotenv([devVars]);
+  const read = readDotenv(
+    existing([".env", ".env.local", ...(env !== undefined ? [`.env.${env}`, `.env.${env}.local`] : [])]),
+  );
+  for (const [key, { value, file }] of read) {
+    if (EXPANDED.test(value)) {
+      throw new InputError(
+        file,
+        `${key}: wrangler expands the $ in this value (dotenv-expand), which eutaxy does not; write the value it should have in .dev.vars, which wrangler then reads instead of .env files`,
+      );
+    }
+  }
+  return read;
+}
+
+/** The values of dotenv `files`, each file's over the ones before. */
+function readDotenv(files: readonly string[]): Map<string, DevVar> {
+  const read = new Map<string, DevVar>();
+  for (const file of files) {
+    for (const [key, value] of Object.entries(parseEnv(readFileSync(file, "utf8")))) {
+      if (value !== undefined) read.set(key, { value, file });
+    }
+  }
+  return read;
 }

@@ -10,7 +10,7 @@ import { InputError, shown, shownConfig } from "../errors.ts";
 import { bundleWorker, type WorkerModule } from "../load/bundle.ts";
 import type { LoadedScenario } from "../load/scenario.ts";
 import type { QueueConsumer, WorkerConfig } from "../load/wrangler.ts";
-import { readWranglerConfig } from "../load/wrangler.ts";
+import { readDevVars, readWranglerConfig } from "../load/wrangler.ts";
 
 export type ServiceTarget =
   | {
@@ -103,7 +103,31 @@ async function loadWorker(
       file: config?.file ?? entry,
     });
   }
-  return { name, prefix: p, entry, config, module, vars: { ...config?.vars }, bindings };
+  return { name, prefix: p, entry, config, module, vars: config ? varsOf(config, bindings) : {}, bindings };
+}
+
+/**
+ * A Worker's vars, and over them the local secrets `wrangler dev` reads from beside its config
+ * (`.dev.vars`), as wrangler gives them; `secrets()` steps go over both later.
+ */
+function varsOf(config: WorkerConfig, bindings: ReadonlyMap<string, BindingSpec>): Record<string, unknown> {
+  // Service and Durable Object bindings are bound once every Worker is loaded; their names are known now.
+  const bound = new Set([
+    ...bindings.keys(),
+    ...config.services.map((s) => s.binding),
+    ...config.durableObjects.map((d) => d.name),
+  ]);
+  const vars: Record<string, unknown> = { ...config.vars };
+  for (const [key, { value, file }] of readDevVars(config)) {
+    if (bound.has(key)) {
+      throw new InputError(
+        file,
+        `${key} has the name of a binding of ${config.name} (${shownConfig(config)})`,
+      );
+    }
+    vars[key] = value;
+  }
+  return vars;
 }
 
 /**
