@@ -130,6 +130,26 @@ describe("a Worker checked as a wrangler environment", () => {
     );
   });
 
+  it("names the environment's field when its service binding reaches an entrypoint the callee lacks", async () => {
+    const dir = project({
+      ...shop,
+      "wrangler.toml": shop["wrangler.toml"].replace(
+        'service = "payments-staging"',
+        'service = "payments-staging"\nentrypoint = "Charges"',
+      ),
+      "staging.sim.ts": shopScenario(
+        "staging",
+        'd1Schema("payments-staging/DB", "./schema.sql")',
+        "() => true",
+      ),
+    });
+    const error = await check(join(dir, "staging.sim.ts")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toMatch(
+      /^env\.staging\.services\[0\] binds PAYMENTS to entrypoint Charges of payments-staging \(.*\), which does not export it/,
+    );
+  });
+
   it("is refused when the config has no such environment, with those it has", async () => {
     const dir = project({
       ...shop,
