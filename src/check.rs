@@ -623,8 +623,12 @@ impl Check {
         if granted {
             self.run
                 .trace_with(|| format!("redeliver {name}#{delivery}"));
-        } else {
+        } else if delivery - 1 <= self.config.max_redeliveries {
+            // Refused by a shrunk schedule, not by the check's bounds: a client that stops
+            // resending while the bounds would let it go on, a run the check never explores.
             self.run.record_refused_redelivery();
+        }
+        if !granted {
             // A shrunk schedule may allow fewer redeliveries than the bounds; say how many.
             let allowed = active.redeliveries_max;
             self.run.trace_with(|| {

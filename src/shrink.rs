@@ -41,8 +41,8 @@ pub struct Outcome {
     pub violation: Option<Violation>,
     pub faults: Vec<Fault>,
     pub redeliveries_used: u32,
-    /// Redeliveries the candidate's bound refused: a client that would have resent, a platform
-    /// retry Cloudflare would have made.
+    /// Redeliveries the candidate's bound refused that the check's bounds allow: a client that
+    /// would have resent, a platform retry Cloudflare would have made.
     pub redeliveries_refused: u32,
     /// The scheduling choices the run made that were not the default.
     pub choices: Vec<Choice>,
@@ -58,11 +58,6 @@ pub struct Best {
     pub message: String,
     pub trace: Vec<String>,
     pub fingerprint: u64,
-    /// Redeliveries the bound refused in this run. The violating run found by exploring refused
-    /// only what the check's bounds refuse; a smaller run that refuses more (a client that stops
-    /// resending while it has retries) is a run the check never explores, and the clients the
-    /// scenario describes never make, so it is no smaller counterexample.
-    pub redeliveries_refused: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +101,6 @@ impl Shrinker {
                 message: violation.message,
                 trace: Vec::new(),
                 fingerprint,
-                redeliveries_refused: 0,
             },
             stage: Stage::Verify,
             pending: None,
@@ -260,8 +254,10 @@ impl Shrinker {
             .violation
             .as_ref()
             .is_some_and(|v| v.invariant == self.invariant)
-            && (self.stage == Stage::Verify
-                || outcome.redeliveries_refused <= self.best.redeliveries_refused);
+            // A candidate that refuses a redelivery the check's bounds allow (a client that stops
+            // resending while it has retries) is a run the check never explores and the clients
+            // the scenario describes never make: no smaller counterexample.
+            && outcome.redeliveries_refused == 0;
         match self.stage {
             Stage::Verify => {
                 if !success {
@@ -361,7 +357,6 @@ impl Shrinker {
             message: violation.message,
             trace: outcome.trace,
             fingerprint: outcome.fingerprint,
-            redeliveries_refused: outcome.redeliveries_refused,
         };
     }
 }

@@ -140,6 +140,9 @@ export interface RunPlan {
 /** Where the engine's virtual clock starts (src/run.rs `CLOCK_START_MS`): 2026-01-01T00:00:00Z. */
 export const CLOCK_START_MS = Date.UTC(2026, 0, 1);
 
+/** The most redeliveries of one event (or piece of platform work) the engine explores. */
+export const REDELIVERIES_MAX = 64;
+
 export const Decision = { Proceed: 0, CrashBefore: 1, CrashAfter: 2, Transient: 3, LostResponse: 4 } as const;
 export type Decision = (typeof Decision)[keyof typeof Decision];
 

@@ -7,13 +7,14 @@
 
 import type { Bounds, Driver, Invariant } from "./cloudflare.ts";
 import { eventsOf } from "./drivers/index.ts";
-import type {
-  Engine,
-  EngineConfig,
-  EngineStrategy,
-  FaultReport,
-  InvariantSpec,
-  StrategyName,
+import {
+  type Engine,
+  type EngineConfig,
+  type EngineStrategy,
+  type FaultReport,
+  type InvariantSpec,
+  REDELIVERIES_MAX,
+  type StrategyName,
 } from "./engine.ts";
 import { InputError, SimulationError, shown, shownConfig } from "./errors.ts";
 import type { ClientResponse } from "./sim/context.ts";
@@ -305,10 +306,14 @@ class Reach {
       });
     }
     if (this.retryCut) {
-      const { work, delivery, deliveries } = this.retryCut;
+      const { work, delivery, deliveries, follows } = this.retryCut;
+      const covers =
+        deliveries - 1 <= REDELIVERIES_MAX
+          ? `maxRedeliveries ${deliveries - 1} covers them`
+          : `maxRedeliveries ${REDELIVERIES_MAX}, the most eutaxy allows, covers ${REDELIVERIES_MAX + 1} of them`;
       warnings.push({
         kind: "platform-retries-cut",
-        message: `maxRedeliveries stopped the platform's retries: Cloudflare would deliver ${work} a ${ordinal(delivery)} time, and up to ${deliveries} times in all, but what follows (more retries, dead-lettering) was not explored. maxRedeliveries ${deliveries - 1} covers them.`,
+        message: `maxRedeliveries stopped the platform's retries: Cloudflare would deliver ${work} a ${ordinal(delivery)} time, and up to ${deliveries} times in all, but what follows (${follows}) was not explored. ${covers}.`,
       });
     }
     return warnings.length > 0 ? { warnings } : {};

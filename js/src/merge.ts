@@ -27,19 +27,29 @@ export type MergedResult =
 const TREE_BOUNDS = ["maxFaultsPerRun", "maxRedeliveries", "maxConcurrentInvocations"] as const;
 
 /**
- * The warnings every shard that ran gives, as the lowest such shard words them: each says
+ * The warnings of the merged check, as the lowest shard that gives each words it. Most say
  * something of all the runs (none reached a binding, none answered below 500), which holds of the
- * whole check only if it holds of every shard's runs.
+ * whole check only if it holds of every shard's runs, all present (`complete`); a shard that ran
+ * nothing says nothing either way. `platform-retries-cut` says something of some run, which holds
+ * of the whole check if it holds of any shard's.
  */
-function sharedWarnings(results: readonly ShardedResult[]): { readonly warnings?: readonly CheckWarning[] } {
-  // A shard that ran nothing says nothing of the runs either way.
+function mergedWarnings(
+  results: readonly ShardedResult[],
+  complete: boolean,
+): { readonly warnings?: readonly CheckWarning[] } {
   const ordered = results
     .filter((r) => "runs" in r && r.runs > 0)
     .sort((a, b) => (a.shard?.index ?? 0) - (b.shard?.index ?? 0));
   const of = (r: ShardedResult) => ("warnings" in r ? (r.warnings ?? []) : []);
-  const warnings = (ordered[0] ? of(ordered[0]) : []).filter((w) =>
-    ordered.every((r) => of(r).some((other) => other.kind === w.kind)),
-  );
+  const first = (kind: CheckWarning["kind"]) => ordered.flatMap((r) => of(r)).find((w) => w.kind === kind);
+  const warnings: CheckWarning[] = [];
+  for (const kind of ["no-binding-call", "no-request-succeeded"] as const) {
+    const warning = first(kind);
+    if (warning && complete && ordered.every((r) => of(r).some((w) => w.kind === kind)))
+      warnings.push(warning);
+  }
+  const cut = first("platform-retries-cut");
+  if (cut) warnings.push(cut);
   return warnings.length > 0 ? { warnings } : {};
 }
 
@@ -111,13 +121,13 @@ export function mergeResults(results: readonly ShardedResult[], files: readonly 
       ...base,
       verdict: "BOUNDED",
       ...(reductions.length > 0 ? { partialOrderReduction: reductions.some(Boolean) } : {}),
-      ...sharedWarnings(results),
+      ...mergedWarnings(results, true),
     };
   }
   return {
     ...base,
     verdict: "INCOMPLETE",
-    ...(missing.length === 0 ? sharedWarnings(results) : {}),
+    ...mergedWarnings(results, missing.length === 0),
     reason: missing.length > 0 ? "shards" : incomplete?.verdict === "INCOMPLETE" ? incomplete.reason : "runs",
     missing,
   };

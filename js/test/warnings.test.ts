@@ -62,5 +62,18 @@ describe("a verdict's warnings", () => {
     const [first, second] = echo as [CheckResult, CheckResult];
     const { warnings: _dropped, ...quiet } = second as Extract<CheckResult, { verdict: "BOUNDED" }>;
     expect(kinds(mergeResults([first, quiet], ["1", "2"]) as CheckResult)).toEqual([]);
+    // Nor when a shard is missing: its runs might have reached a binding.
+    expect(kinds(mergeResults([first], ["1"]) as CheckResult)).toEqual([]);
+  });
+
+  it("keep the cut retries of any shard, even with a shard missing", async () => {
+    const shards = [0, 1].map((index) => ({ index, count: 2 }));
+    const parts: CheckResult[] = [];
+    for (const shard of shards) parts.push(await check(fixture("poison.sim.ts"), { shard }));
+    const cut = parts.filter((p) => kinds(p).includes("platform-retries-cut"));
+    expect(cut.length).toBeGreaterThan(0);
+    expect(kinds(mergeResults([cut[0] as CheckResult], ["1"]) as CheckResult)).toContain(
+      "platform-retries-cut",
+    );
   });
 });

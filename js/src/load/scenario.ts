@@ -27,7 +27,7 @@ import type {
   WorkerFiles,
 } from "../cloudflare.ts";
 import { CronError, parseCron } from "../drivers/cron-schedule.ts";
-import { CLOCK_START_MS } from "../engine.ts";
+import { CLOCK_START_MS, REDELIVERIES_MAX } from "../engine.ts";
 import { InputError } from "../errors.ts";
 import { buildInputError } from "./bundle.ts";
 import { findWranglerConfig, readWranglerConfig } from "./wrangler.ts";
@@ -481,7 +481,6 @@ function readInvariants(scenario: Fields): Invariant[] {
 const CONCURRENT_INVOCATIONS_MAX = 64;
 /** The engine's limits on faults per run and redeliveries per event. */
 const FAULTS_PER_RUN_MAX = 16;
-const REDELIVERIES_MAX = 64;
 /** A budget the engine can hold; about 285 millennia, so never a limit in practice. */
 export const BUDGET_MS_MAX = Number.MAX_SAFE_INTEGER;
 

@@ -98,10 +98,10 @@ export interface RunContext {
   respond(response: ClientResponse): void;
   /**
    * The run's bound refused delivery `delivery` of platform work `work` (`batch-1`, `alarm-2`),
-   * a retry Cloudflare would have made, of `deliveries` it makes at most: what follows it was not
-   * explored in this run.
+   * a retry Cloudflare would have made, of `deliveries` it makes at most: what follows it
+   * (`follows`: "more retries, dead-lettering") was not explored in this run.
    */
-  retryRefused?(work: string, delivery: number, deliveries: number): void;
+  retryRefused?(work: string, delivery: number, deliveries: number, follows: string): void;
   /** Whether this run keeps a trace (see `RunPlan.trace`); lines sent when not are dropped. */
   readonly tracing: boolean;
   trace(line: string): void;

@@ -295,7 +295,7 @@ async function deliverAlarm(
     const alarm = readAlarm(slot.store);
     if (!alarm || alarm.generation !== generation) return;
     if (attempt > 1 && !run.engine.redeliverPlatform(work, attempt)) {
-      run.retryRefused?.(work, attempt, ALARM_DELIVERIES_MAX);
+      run.retryRefused?.(work, attempt, ALARM_DELIVERIES_MAX, "more retries");
       break;
     }
     // The alarm runs at its time, a retry after Cloudflare's backoff (2 s, doubling).

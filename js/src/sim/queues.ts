@@ -503,7 +503,11 @@ async function deliverLeased(
   // Each retry is one more delivery of the batch, bounded by max_retries (settle) and by the
   // run's redeliveries, which the engine grants like a client's resends and shrinks.
   const retried = owed > 0 && engine.redeliverPlatform(name, delivery + 1);
-  if (owed > 0 && !retried) run.retryRefused?.(name, delivery + 1, queue.consumer.settings.maxRetries + 1);
+  if (owed > 0 && !retried) {
+    const { maxRetries, deadLetterQueue } = queue.consumer.settings;
+    const follows = deadLetterQueue ? "more retries, dead-lettering" : "more retries, dropping the messages";
+    run.retryRefused?.(name, delivery + 1, maxRetries + 1, follows);
+  }
   if (retried) {
     run.later({
       // The run names platform work by its kind; a redelivery keeps the batch's own name

@@ -118,7 +118,14 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   /** The first delivery of a driver's event that threw, and what it threw, for the report. */
   firstThrow: string | undefined;
   /** The platform's retry the run's bound refused with the highest delivery, if any. */
-  retryCut: { readonly work: string; readonly delivery: number; readonly deliveries: number } | undefined;
+  retryCut:
+    | {
+        readonly work: string;
+        readonly delivery: number;
+        readonly deliveries: number;
+        readonly follows: string;
+      }
+    | undefined;
   /** Interleaved runs: events and platform work started and not over (resends included). */
   private tasks = 0;
   /** Interleaved runs: what `deliver` waits on, by top-level invocation, until it ends. */
@@ -310,9 +317,9 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     this.responses.push(response);
   }
 
-  retryRefused(work: string, delivery: number, deliveries: number): void {
+  retryRefused(work: string, delivery: number, deliveries: number, follows: string): void {
     if (!this.retryCut || deliveries > this.retryCut.deliveries)
-      this.retryCut = { work, delivery, deliveries };
+      this.retryCut = { work, delivery, deliveries, follows };
   }
 
   trace(line: string): void {
