@@ -9,7 +9,7 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { check } from "../src/index.ts";
+import { check, SimulationError } from "../src/index.ts";
 import { violated } from "./verdict.ts";
 
 const fixture = (name: string) =>
@@ -21,6 +21,14 @@ describe("a Durable Object's storage.transaction()", () => {
     const bare = violated(await check(fixture("transfer.bare.sim.ts")));
     expect(bare.message).toBe("the accounts hold 70, but 100 was deposited");
     expect(bare.faults).toMatchObject([{ kind: "crash_before", invocation: "req-1#1/0", effect: 0 }]);
+  });
+
+  it("says so when a call back into the object waits for the transaction that waits for it", async () => {
+    const error = await check(fixture("reentrant.sim.ts")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SimulationError);
+    expect((error as Error).message).toMatch(
+      /^invocation req-1#1\/0\/0\/0 of Worker reentrant waits to enter Durable Object A "a", which a blockConcurrencyWhile callback or a storage.transaction\(\) holds while it waits, in turn, on this call \(a deadlock/,
+    );
   });
 
   it("keeps other calls out of the object until it settles", async () => {

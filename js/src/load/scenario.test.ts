@@ -305,7 +305,11 @@ describe("loadScenario", () => {
       "unknown field bound (expected name, seed, worker, setup, drive, invariants or bounds)",
     ],
     ["no worker", (s) => delete s.worker, "the scenario needs a worker"],
-    ["a worker without entry", (s) => (s.worker = {}), "worker needs an entry"],
+    [
+      "a worker without entry",
+      (s) => (s.worker = {}),
+      "worker needs an entry or a config (whose main is the entry)",
+    ],
     [
       "a worker without entry whose config has no main",
       (s) => (s.worker = { config: "./wrangler.jsonc" }),

@@ -280,6 +280,9 @@ function readWorkerFiles(spec: Fields, dir: string): WorkerFiles {
   if (config !== undefined && spec.fields.entry === undefined) {
     return { entry: mainOf(spec, config, env), config, ...selected };
   }
+  if (config === undefined && spec.fields.entry === undefined) {
+    invalid(`${spec.owner} needs an entry or a config (whose main is the entry)`);
+  }
   const entry = spec.file("entry", dir);
   const found = config ?? findWranglerConfig(dirname(entry));
   if (found === undefined && env !== undefined) {

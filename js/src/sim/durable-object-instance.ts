@@ -91,7 +91,12 @@ export async function serveCall(
       );
     }
     // Every callback that holds the object now; a rejected one fails this call too.
-    await Promise.all(live.blockers);
+    invocation.waitingFor = `Durable Object ${slot.namespace.className} ${shortId(slot.id)}`;
+    try {
+      await Promise.all(live.blockers);
+    } finally {
+      invocation.waitingFor = undefined;
+    }
     // The calls that waited are let in one at a time, as the input gate delivers them: one
     // macrotask turn each, in the order they came, so that the first runs until it waits on
     // I/O (and may block the object again) before the next looks.

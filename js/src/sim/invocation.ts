@@ -44,6 +44,11 @@ export class Invocation implements EffectScope {
   waitingUntil = 0;
   /** Timers set and not yet fired or cleared: while it has one, it waits on the run's clock. */
   timers = 0;
+  /**
+   * Set while the invocation's call waits to enter a Durable Object that a critical section
+   * (`blockConcurrencyWhile`, `storage.transaction()`) holds: the object, as messages name it.
+   */
+  waitingFor: string | undefined;
   /** Its `waitUntil` work was canceled (`cancelWaitUntil`). */
   private waitUntilCanceled = false;
   /** When its handler answered or threw, on the run's clock; its `waitUntil` work runs on. */

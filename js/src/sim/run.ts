@@ -847,6 +847,13 @@ function hungError(): Error {
 }
 
 function stuckError(invocation: Invocation): SimulationError {
+  if (invocation.waitingFor !== undefined) {
+    return new SimulationError(
+      `invocation ${invocation.id} of Worker ${invocation.worker} waits to enter ${invocation.waitingFor}, ` +
+        "which a blockConcurrencyWhile callback or a storage.transaction() holds while it waits, in turn, " +
+        "on this call (a deadlock, which on Cloudflare ends when the 30-second limit on the critical section resets the object)",
+    );
+  }
   return new SimulationError(
     `invocation ${invocation.id} of Worker ${invocation.worker} is waiting on something outside the simulation ` +
       "(a socket, or a promise nothing settles); eutaxy schedules binding calls and timers only",
