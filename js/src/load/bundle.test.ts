@@ -98,6 +98,20 @@ describe("bundleWorker", () => {
     expect((await bundleWorker(entry)).instantiate({}).default).toEqual({ where: "workerd", hex: "6869" });
   });
 
+  it("takes a built-in named without node: as the node: module, unless a package answers the name", async () => {
+    write("node_modules/events/package.json", JSON.stringify({ name: "events", main: "index.js" }));
+    write("node_modules/events/index.js", `exports.polyfill = true;`);
+    const entry = write(
+      "worker.ts",
+      `import { createHash } from "crypto";
+       import * as events from "events";
+       export default { hash: createHash("sha256").update("x").digest("hex").slice(0, 8), polyfill: events.polyfill };`,
+    );
+    const worker = await bundleWorker(entry);
+    expect(worker.nodeImports).toEqual(["node:crypto"]);
+    expect(worker.instantiate({}).default).toEqual({ hash: "2d711642", polyfill: true });
+  });
+
   it("throws naming an import the runtime does not provide", async () => {
     const entry = write(
       "worker.ts",

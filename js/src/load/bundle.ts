@@ -6,7 +6,7 @@
  */
 
 import { readFileSync, statSync } from "node:fs";
-import { createRequire } from "node:module";
+import { builtinModules, createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import vm from "node:vm";
 import { type BuildOptions, build, type Message, type Metafile, type Plugin } from "esbuild";
@@ -76,6 +76,37 @@ const RESOLVING_WASM = Symbol("resolving a CompiledWasm module");
  * absolute path (`compiledWasmImports`), since workerd compiles no WebAssembly at run time and
  * the runtime must hand it over compiled.
  */
+/** Node's built-in modules by their bare names (`crypto`, `fs/promises`), as a pattern. */
+const BARE_BUILTIN = new RegExp(
+  `^(${builtinModules
+    .filter((name) => !name.startsWith("_") && !name.startsWith("node:"))
+    .map((name) => name.replace(/[/]/g, "\\/"))
+    .join("|")})$`,
+);
+
+/**
+ * A built-in imported without its `node:` prefix (`import { createHash } from "crypto"`) that no
+ * installed package answers (a polyfill such as `events` from npm) is the `node:` module, as
+ * wrangler's nodejs_compat bundling makes it; whether the Worker may have it is then decided as
+ * for `node:crypto` (the compatibility flag, the modules eutaxy simulates).
+ */
+const bareBuiltins: Plugin = {
+  name: "eutaxy-bare-builtins",
+  setup(b) {
+    b.onResolve({ filter: BARE_BUILTIN }, async (args) => {
+      if (args.pluginData === BARE_BUILTIN) return undefined;
+      const installed = await b.resolve(args.path, {
+        kind: args.kind,
+        importer: args.importer,
+        resolveDir: args.resolveDir,
+        pluginData: BARE_BUILTIN,
+      });
+      if (installed.errors.length === 0) return { path: installed.path, external: installed.external };
+      return { path: `node:${args.path}`, external: true };
+    });
+  },
+};
+
 const moduleRules: Plugin = {
   name: "eutaxy-module-rules",
   setup(b) {
@@ -130,7 +161,7 @@ export function workerBuildOptions(file: string) {
     logLevel: "silent",
     external: ["cloudflare:*", "node:*"],
     loader: { ".txt": "text", ".html": "text", ".sql": "text" },
-    plugins: [moduleRules],
+    plugins: [bareBuiltins, moduleRules],
   } as const satisfies BuildOptions;
 }
 
