@@ -77,6 +77,34 @@ describe.each(runtimes)("with --runtime %s, a Worker", (runtime) => {
     expect(await check(file, { runtime })).toMatchObject({ verdict: "BOUNDED" });
   });
 
+  it("that imports node:fs, statically or dynamically, is refused alike", async () => {
+    const dynamic = await failure(
+      scenario({ body: 'try { await import("node:fs"); } catch {} return new Response("ok");' }),
+      runtime,
+    );
+    const staticImport = await failure(
+      scenario({
+        imports: 'import { readFileSync } from "node:fs";',
+        body: "return new Response(typeof readFileSync);",
+      }),
+      runtime,
+    );
+    expect(dynamic).toBeInstanceOf(InputError);
+    expect((dynamic as InputError).problem).toMatch(
+      /^imports node:fs, which would reach the machine eutaxy runs on/,
+    );
+    expect((dynamic as InputError).problem).toBe((staticImport as InputError).problem);
+  });
+
+  it("finds a node: module whose name it computes", async () => {
+    const file = scenario({
+      body: `const { createHash } = await import(["node", "crypto"].join(":"));
+             return new Response(createHash("sha256").update("hi").digest("hex").slice(0, 8));`,
+      expected: "8f434346",
+    });
+    expect(await check(file, { runtime })).toMatchObject({ verdict: "BOUNDED" });
+  });
+
   it("that imports cloudflare:sockets and never connects is checked", async () => {
     const file = scenario({
       imports: 'import { connect } from "cloudflare:sockets";',
@@ -131,26 +159,5 @@ describe.each(runtimes)("with --runtime %s, a Worker", (runtime) => {
       },
     );
     expect(await check(file, { runtime })).toMatchObject({ verdict: "BOUNDED" });
-  });
-});
-
-describe("with --runtime node, a Worker", () => {
-  it("that dynamically imports node:fs is refused as one that imports it statically", async () => {
-    const dynamic = await failure(
-      scenario({ body: 'try { await import("node:fs"); } catch {} return new Response("ok");' }),
-      "node",
-    );
-    const staticImport = await failure(
-      scenario({
-        imports: 'import { readFileSync } from "node:fs";',
-        body: "return new Response(typeof readFileSync);",
-      }),
-      "node",
-    );
-    expect(dynamic).toBeInstanceOf(InputError);
-    expect((dynamic as InputError).problem).toMatch(
-      /^imports node:fs, which would reach the machine eutaxy runs on/,
-    );
-    expect((dynamic as InputError).problem).toBe((staticImport as InputError).problem);
   });
 });

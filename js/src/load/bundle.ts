@@ -12,7 +12,12 @@ import vm from "node:vm";
 import { type BuildOptions, build, type Message, type Metafile, type Plugin } from "esbuild";
 import { InputError } from "../errors.ts";
 import { simulatedNodeCrypto } from "../sim/node-crypto.ts";
-import { evaluateWorker, type ModuleFactory } from "../sim/runtime-modules.ts";
+import {
+  evaluateWorker,
+  type ModuleFactory,
+  NODE_MODULES_SIMULATED,
+  refusedNodeModule,
+} from "../sim/runtime-modules.ts";
 
 export interface WorkerModule {
   /** The entry module, absolute. */
@@ -35,34 +40,6 @@ function nodeCrypto(): object {
   simulatedCrypto ??= simulatedNodeCrypto(nodeRequire("node:crypto") as object);
   return simulatedCrypto;
 }
-
-/**
- * The `node:` modules a Worker may import in the simulation: those that compute, and reach
- * nothing outside the run. The rest (`node:fs`, `node:child_process`, `node:net`, `node:os`…)
- * would act on this machine, not on anything Cloudflare gives a Worker, so importing one ends
- * the check with a message.
- */
-const NODE_MODULES_SIMULATED: ReadonlySet<string> = new Set([
-  "assert",
-  "assert/strict",
-  "async_hooks",
-  "buffer",
-  "crypto",
-  "diagnostics_channel",
-  "events",
-  "path",
-  "path/posix",
-  "punycode",
-  "querystring",
-  "stream",
-  "stream/promises",
-  "stream/web",
-  "string_decoder",
-  "url",
-  "util",
-  "util/types",
-  "zlib",
-]);
 
 /** Marks the resolution `moduleRules` asks esbuild for, so that it does not ask itself again. */
 const RESOLVING_WASM = Symbol("resolving a CompiledWasm module");
@@ -211,12 +188,8 @@ export async function bundleWorker(entry: string): Promise<WorkerModule> {
         const wasm = compiledWasm.get(specifier);
         if (wasm) return wasm;
         if (specifier.startsWith("node:")) {
-          if (!NODE_MODULES_SIMULATED.has(specifier.slice("node:".length))) {
-            throw new InputError(
-              entry,
-              `imports ${specifier}, which would reach the machine eutaxy runs on (its files, processes or network); eutaxy does not simulate it`,
-            );
-          }
+          if (!NODE_MODULES_SIMULATED.has(specifier.slice("node:".length)))
+            throw refusedNodeModule(entry, specifier);
           if (specifier === "node:crypto") return nodeCrypto();
           return nodeRequire(specifier);
         }

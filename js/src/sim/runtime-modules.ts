@@ -9,6 +9,42 @@ import { InputError } from "../errors.ts";
 import { endCheck, notSimulated } from "./globals.ts";
 import { workersModule } from "./workers-module.ts";
 
+/**
+ * The `node:` modules a Worker may import in the simulation: those that compute, and reach
+ * nothing outside the run. The rest (`node:fs`, `node:child_process`, `node:net`, `node:os`…)
+ * would act on this machine, not on anything Cloudflare gives a Worker, so importing one ends
+ * the check with a message.
+ */
+export const NODE_MODULES_SIMULATED: ReadonlySet<string> = new Set([
+  "assert",
+  "assert/strict",
+  "async_hooks",
+  "buffer",
+  "crypto",
+  "diagnostics_channel",
+  "events",
+  "path",
+  "path/posix",
+  "punycode",
+  "querystring",
+  "stream",
+  "stream/promises",
+  "stream/web",
+  "string_decoder",
+  "url",
+  "util",
+  "util/types",
+  "zlib",
+]);
+
+/** Why the Worker may not have `specifier`, a `node:` module not among those simulated. */
+export function refusedNodeModule(entry: string, specifier: string): InputError {
+  return new InputError(
+    entry,
+    `imports ${specifier}, which would reach the machine eutaxy runs on (its files, processes or network); eutaxy does not simulate it`,
+  );
+}
+
 /** The CommonJS-shaped function a bundled Worker is compiled into. */
 export type ModuleFactory = (
   module: { exports: Record<string, unknown> },

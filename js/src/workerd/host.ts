@@ -14,7 +14,12 @@ import { carry, InputError } from "../errors.ts";
 import { explore } from "../explore.ts";
 import type { WorkerModule } from "../load/bundle.ts";
 import { simulatedNodeCrypto } from "../sim/node-crypto.ts";
-import { evaluateWorker, type ModuleFactory } from "../sim/runtime-modules.ts";
+import {
+  evaluateWorker,
+  type ModuleFactory,
+  NODE_MODULES_SIMULATED,
+  refusedNodeModule,
+} from "../sim/runtime-modules.ts";
 import type { HostAnswer, HostRequest } from "./protocol.ts";
 import { decodeWorld } from "./world-data.ts";
 
@@ -57,6 +62,9 @@ function workerModule(entry: string, factory: ModuleFactory, parts: HostParts): 
         if (specifier === "node:crypto" && Object.hasOwn(nodeModules, specifier)) {
           simulatedCrypto ??= simulatedNodeCrypto(nodeModules[specifier] as object);
           return simulatedCrypto;
+        }
+        if (specifier.startsWith("node:") && !NODE_MODULES_SIMULATED.has(specifier.slice("node:".length))) {
+          throw refusedNodeModule(entry, specifier);
         }
         if (Object.hasOwn(nodeModules, specifier)) return nodeModules[specifier];
         throw new InputError(entry, `imports ${specifier}, which eutaxy does not provide`);

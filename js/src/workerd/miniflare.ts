@@ -11,6 +11,7 @@ import type { Readable } from "node:stream";
 import { Miniflare } from "miniflare";
 import { InputError, shown, uncarry } from "../errors.ts";
 import type { CheckResult, Exploration } from "../explore.ts";
+import { NODE_MODULES_SIMULATED } from "../sim/runtime-modules.ts";
 import type { World } from "../sim/world.ts";
 import {
   bundleHost,
@@ -156,7 +157,9 @@ function compiledWasmModule(i: number): string {
  * order) they import, and the host's entry over them.
  */
 function mainScript(workers: readonly WorkerCode[], wasmFiles: readonly string[]): string {
-  const specifiers = [...new Set(workers.flatMap((w) => w.nodeModules))].sort();
+  // Every node: module a Worker may have, so that an import() whose specifier the bundle cannot
+  // see (computed) finds it too; those it may not have are refused by the host, not imported.
+  const specifiers = [...NODE_MODULES_SIMULATED].map((name) => `node:${name}`).sort();
   const lines = [
     'import { serve } from "./host.js";',
     'import wasm from "./engine_bg.wasm";',
