@@ -63,9 +63,11 @@ pub struct Best {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
     Verify,
-    /// Try removing the event at this position of the best schedule; `shifted`: with the
-    /// platform's invocations renumbered one down (tried after the plain removal fails).
-    Events(usize, bool),
+    /// Try removing the event at this position of the best schedule; with `dropped` above 0,
+    /// taking the platform work numbered `dropped` of each kind as the removed event's: what the
+    /// schedule says of it goes, and the platform work numbered above it is renumbered one down
+    /// (tried, from 1 up, after the plain removal fails).
+    Events(usize, u32),
     /// Try removing the fault at this position; `renumbered`: the candidate that also renumbers
     /// the later deliveries of its event (tried first, when there are any).
     Faults(usize, bool),
@@ -145,13 +147,13 @@ impl Shrinker {
                 // At least one event stays: a run of none tests only the setup, which is no
                 // counterexample to the scenario (an invariant that the setup's state breaks
                 // says the events must all run, which no shrinking can keep).
-                Stage::Events(at, shifted) if at < best.events.len() && best.events.len() > 1 => {
+                Stage::Events(at, dropped) if at < best.events.len() && best.events.len() > 1 => {
                     let removed = best.events[at];
-                    let mut schedule = if shifted {
-                        match platform_shifted(best, &self.events) {
+                    let mut schedule = if dropped > 0 {
+                        match platform_renumbered(best, &self.events, dropped) {
                             Some(schedule) => schedule,
                             None => {
-                                self.stage = Stage::Events(at + 1, false);
+                                self.stage = Stage::Events(at + 1, 0);
                                 continue;
                             }
                         }
@@ -277,22 +279,22 @@ impl Shrinker {
                     )));
                 }
                 self.accept(&candidate, outcome);
-                self.stage = Stage::Events(0, false);
+                self.stage = Stage::Events(0, 0);
             }
-            Stage::Events(at, shifted) => {
+            Stage::Events(at, dropped) => {
                 self.stage = if success {
                     self.accept(&candidate, outcome);
-                    Stage::Events(0, false)
-                } else if shifted {
-                    Stage::Events(at + 1, false)
+                    Stage::Events(0, 0)
+                } else if dropped < highest_platform_number(&self.best.schedule, &self.events) {
+                    Stage::Events(at, dropped + 1)
                 } else {
-                    Stage::Events(at, true)
+                    Stage::Events(at + 1, 0)
                 };
             }
             Stage::Faults(at, renumbered) => {
                 self.stage = if success {
                     self.accept(&candidate, outcome);
-                    Stage::Events(0, false)
+                    Stage::Events(0, 0)
                 } else if renumbered {
                     Stage::Faults(at, false)
                 } else {
@@ -302,7 +304,7 @@ impl Shrinker {
             Stage::Choices(at) => {
                 self.stage = if success {
                     self.accept(&candidate, outcome);
-                    Stage::Events(0, false)
+                    Stage::Events(0, 0)
                 } else {
                     Stage::Choices(at + 1)
                 };
@@ -312,7 +314,7 @@ impl Shrinker {
                 if success {
                     self.accept(&candidate, outcome);
                     self.redeliveries_floor = count;
-                    self.stage = Stage::Events(0, false);
+                    self.stage = Stage::Events(0, 0);
                 } else {
                     self.redeliveries_floor = count + 1;
                     self.stage = Stage::Redeliveries(count + 1);
@@ -394,43 +396,91 @@ fn without_fault_renumbered(best: &Schedule, at: usize, events: &[String]) -> Op
     changed.then_some(schedule)
 }
 
-/// `best` with the platform's invocations in its faults and choices numbered one down
-/// (`batch-3#1` becomes `batch-2#1`, `alarm-2#1/0` becomes `alarm-1#1/0`): the platform numbers
-/// its work in the order the run made it, so removing an event that made a batch or set an alarm
-/// renames every later one. `None` when no platform invocation numbered above 1 is named.
-fn platform_shifted(best: &Schedule, events: &[String]) -> Option<Schedule> {
-    let shift = |invocation: &mut String| -> bool {
-        if events
-            .iter()
-            .any(|e| invocation.starts_with(&format!("{e}#")))
-        {
-            return false;
-        }
-        let Some(hash) = invocation.find('#') else {
-            return false;
+/// The number of a platform invocation id (`batch-3#1/0` is 3), `None` for a driver event's.
+fn platform_number(invocation: &str, events: &[String]) -> Option<(usize, u32)> {
+    if events
+        .iter()
+        .any(|e| invocation.starts_with(&format!("{e}#")))
+    {
+        return None;
+    }
+    let hash = invocation.find('#')?;
+    let dash = invocation[..hash].rfind('-')?;
+    let n = invocation[dash + 1..hash].parse::<u32>().ok()?;
+    Some((dash, n))
+}
+
+/// The highest number of platform work the schedule's faults and choices name.
+fn highest_platform_number(schedule: &Schedule, events: &[String]) -> u32 {
+    let faults = schedule.faults.iter().map(|f| f.invocation.as_str());
+    let choices = schedule.choices.iter().flat_map(|c| {
+        std::iter::once(c.take.invocation.as_str())
+            .chain(c.instead.iter().map(|i| i.invocation.as_str()))
+    });
+    faults
+        .chain(choices)
+        .filter_map(|invocation| platform_number(invocation, events).map(|(_, n)| n))
+        .max()
+        .unwrap_or(0)
+}
+
+/// `best` as if the event being removed had made the platform work numbered `dropped` of each
+/// kind: the platform numbers its work in the order the run made it, so without that event
+/// `batch-3#1` becomes `batch-2#1` when the event made `batch-2`. The faults and choices on the
+/// dropped work go, and the work numbered above it is renumbered one down. `None` when the
+/// schedule names no platform work numbered `dropped` or above.
+fn platform_renumbered(best: &Schedule, events: &[String], dropped: u32) -> Option<Schedule> {
+    // Some(true): renumbered; Some(false): untouched; None: the dropped work's.
+    let renumber = |invocation: &mut String| -> Option<bool> {
+        let Some((dash, n)) = platform_number(invocation, events) else {
+            return Some(false);
         };
-        let Some(dash) = invocation[..hash].rfind('-') else {
-            return false;
-        };
-        match invocation[dash + 1..hash].parse::<u32>() {
-            Ok(n) if n > 1 => {
-                *invocation = format!("{}{}{}", &invocation[..=dash], n - 1, &invocation[hash..]);
-                true
-            }
-            _ => false,
+        if n == dropped {
+            return None;
         }
+        if n < dropped {
+            return Some(false);
+        }
+        let hash = dash + 1 + n.to_string().len();
+        *invocation = format!("{}{}{}", &invocation[..=dash], n - 1, &invocation[hash..]);
+        Some(true)
     };
     let mut schedule = best.clone();
     let mut changed = false;
-    for fault in schedule.faults.iter_mut().filter(|f| f.event.is_none()) {
-        changed |= shift(&mut fault.invocation);
-    }
-    for choice in &mut schedule.choices {
-        changed |= shift(&mut choice.take.invocation);
-        if let Some(instead) = &mut choice.instead {
-            changed |= shift(&mut instead.invocation);
+    schedule.faults.retain_mut(|fault| {
+        if fault.event.is_some() {
+            return true;
         }
-    }
+        match renumber(&mut fault.invocation) {
+            Some(renumbered) => {
+                changed |= renumbered;
+                true
+            }
+            None => {
+                changed = true;
+                false
+            }
+        }
+    });
+    schedule.choices.retain_mut(|choice| {
+        match renumber(&mut choice.take.invocation) {
+            Some(renumbered) => changed |= renumbered,
+            None => {
+                changed = true;
+                return false;
+            }
+        }
+        if let Some(instead) = &mut choice.instead {
+            match renumber(&mut instead.invocation) {
+                Some(renumbered) => changed |= renumbered,
+                None => {
+                    changed = true;
+                    choice.instead = None;
+                }
+            }
+        }
+        true
+    });
     changed.then_some(schedule)
 }
 
@@ -599,6 +649,43 @@ mod tests {
         }
         assert_eq!(shrinker.best().schedule.events, vec![2]);
         assert_eq!(shrinker.best().schedule.faults, vec![platform("batch-1#1")]);
+    }
+
+    #[test]
+    fn renumbers_platform_work_above_the_dropped_one_and_forgets_the_dropped_one() {
+        use crate::schedule::{Choice, Step};
+        let step = |invocation: &str, effect: Option<u32>| Step {
+            invocation: invocation.into(),
+            effect,
+        };
+        let events = vec!["msg-1".to_string(), "msg-2".into(), "msg-3".into()];
+        // Batches 2 and 3 race after batch 1 ran alone; msg-3's delivery waited for batch 1.
+        let best = Schedule {
+            base_seed: 7,
+            events: vec![0, 1, 2],
+            faults: vec![],
+            redeliveries_max: 0,
+            choices: vec![
+                Choice {
+                    instead: Some(step("msg-3#1", None)),
+                    take: step("batch-1#1", None),
+                },
+                Choice {
+                    instead: Some(step("batch-2#1", Some(1))),
+                    take: step("batch-3#1", None),
+                },
+            ],
+        };
+        let renumbered = platform_renumbered(&best, &events, 1).unwrap();
+        assert_eq!(
+            renumbered.choices,
+            vec![Choice {
+                instead: Some(step("batch-1#1", Some(1))),
+                take: step("batch-2#1", None),
+            }]
+        );
+        assert_eq!(highest_platform_number(&best, &events), 3);
+        assert!(platform_renumbered(&best, &events, 4).is_none());
     }
 
     #[test]
