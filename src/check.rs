@@ -40,6 +40,10 @@ use crate::strategy::{Access, ChoicePoint, Decision, Point, StepOption, Strategy
 use crate::tree::OPTIONS_MAX;
 use crate::verdict::{FaultReport, IncompleteReason, StrategyName, Verdict};
 
+/// How a replay's trace starts a line saying the run was not the one its seed was printed for:
+/// a fault or a scheduling choice of the seed did not happen (the host shows these lines).
+pub const REPLAY_NOT_AS_PRINTED: &str = "replay: not as printed: ";
+
 /// Upper bound on distinct schedules remembered; past it the count stops growing (and says
 /// at least that many).
 pub const DISTINCT_SCHEDULES_MAX: usize = 1_000_000;
@@ -902,23 +906,25 @@ impl Check {
                 State::Shrink(shrinker)
             }
             State::Replay(schedule) => {
-                // A run seed printed before the Worker changed may name a fault at an effect
-                // the Worker no longer makes; a replay without it would read as a fix.
-                let fired = self.run.faults();
-                if let Some(missed) = schedule.faults.iter().find(|planned| {
+                // A run seed printed before the Worker changed may name a fault at an effect the
+                // Worker no longer makes (a fix that batches two statements), or a scheduling
+                // choice at a step it no longer offers. The replay runs without them, which is
+                // what replaying a counterexample against a fix asks, and its trace ends saying
+                // so, lest a HELD read as this very counterexample holding.
+                let fired = self.run.faults().to_vec();
+                for missed in schedule.faults.iter().filter(|planned| {
                     !fired
                         .iter()
                         .any(|f| f.invocation == planned.invocation && f.effect == planned.effect)
                 }) {
-                    return Err(self.break_with(Error::new(format!(
-                        "the run seed names a fault at {} effect #{}, which this run never \
-                         reached or where that fault cannot happen: the Worker or the scenario \
-                         changed since the seed was printed, or the seed was edited",
-                        missed.invocation, missed.effect
-                    ))));
+                    self.run.trace(format!(
+                        "{REPLAY_NOT_AS_PRINTED}the seed's {} at {} effect #{} did not happen: \
+                         this run never reached that effect, or that fault cannot happen there",
+                        missed.kind.as_str(),
+                        missed.invocation,
+                        missed.effect
+                    ));
                 }
-                // So may a scheduling choice at a step the run no longer offers; without it the
-                // replay would run another interleaving and could read as a fix.
                 if let Some(choice) = unapplied {
                     let step = |step: &crate::schedule::Step| match step.effect {
                         Some(effect) => format!("{} effect #{effect}", step.invocation),
@@ -928,12 +934,11 @@ impl Check {
                         .instead
                         .as_ref()
                         .map_or_else(String::new, |i| format!(" instead of {}", step(i)));
-                    return Err(self.break_with(Error::new(format!(
-                        "the run seed names a scheduling choice, {}{instead}, which this run \
-                         never offered: the Worker or the scenario changed since the seed was \
-                         printed, or the seed was edited",
+                    self.run.trace(format!(
+                        "{REPLAY_NOT_AS_PRINTED}the seed's scheduling choice, {}{instead}, did \
+                         not happen: this run never offered it",
                         step(&choice.take)
-                    ))));
+                    ));
                 }
                 let run_seed = schedule.encode(&self.config.events);
                 let trace = self.run.trace_lines().to_vec();

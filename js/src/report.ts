@@ -8,7 +8,7 @@ import type { CheckResult } from "./check.ts";
 import { shown } from "./errors.ts";
 import type { CheckWarning } from "./explore.ts";
 import { faultName } from "./faults.ts";
-import { parseStep } from "./trace.ts";
+import { notAsPrintedParagraph, parseStep } from "./trace.ts";
 
 /** The interleaving a report lists at most; `--trace` shows a run whole. */
 const INTERLEAVING_LINES_MAX = 24;
@@ -52,6 +52,7 @@ export function renderReport(result: CheckResult, notes: readonly string[] = [])
         result.shrinkRuns === 0
           ? `Replayed the run seed in ${seconds(result.elapsedMs)}.`
           : `Found after ${plural(result.runs, "schedule")} in ${seconds(result.elapsedMs)}; shrunk in ${plural(result.shrinkRuns, "run")}.`,
+        ...notAsPrintedParagraph(result.trace),
       ].join("\n");
     case "BOUNDED":
       return [
@@ -81,6 +82,7 @@ export function renderReport(result: CheckResult, notes: readonly string[] = [])
         `HELD  ${result.scenario}  (run seed ${result.runSeed})`,
         "",
         "The replayed run broke no invariant.",
+        ...notAsPrintedParagraph(result.trace),
       ].join("\n");
   }
 }

@@ -159,7 +159,8 @@ export function renderTrace(trace: readonly string[]): string {
   // In a run whose invocations interleaved, each step names its invocation; the engine's lines
   // about which pending step it chose are then redundant.
   const interleaved = trace.some((l) => l.startsWith(SCHEDULED));
-  const lines = trace.filter((l) => !l.startsWith(SCHEDULED));
+  // What a replay says of its seed goes with its verdict (`notAsPrintedParagraph`), not here.
+  const lines = trace.filter((l) => !l.startsWith(SCHEDULED) && !l.startsWith(REPLAY_NOT_AS_PRINTED));
   const marked = lines.indexOf(FINAL_STATE);
   const steps = lines.filter((l) => l !== FINAL_STATE).map(parseStep);
   const who = (invocation: string): string => (interleaved ? `${invocation} ` : "");
@@ -279,6 +280,37 @@ export function renderTrace(trace: readonly string[]): string {
   return out.join("\n");
 }
 
+/**
+ * How the engine starts a line of a replay's trace saying the run was not the one its seed was
+ * printed for (src/check.rs, `REPLAY_NOT_AS_PRINTED`): a fault or a choice of the seed did not
+ * happen, because the Worker changed since (a fix), or the seed was edited.
+ */
+export const REPLAY_NOT_AS_PRINTED = "replay: not as printed: ";
+
+/** What a replay's trace says of the seed's faults and choices that did not happen, as sentences. */
+export function notAsPrinted(trace: readonly string[]): string[] {
+  return trace
+    .filter((line) => line.startsWith(REPLAY_NOT_AS_PRINTED))
+    .map((line) => {
+      const said = line.slice(REPLAY_NOT_AS_PRINTED.length);
+      return `${said[0]?.toUpperCase() ?? ""}${said.slice(1)}.`;
+    });
+}
+
+/**
+ * The paragraph a replay's report ends with when its run was not the one the seed was printed
+ * for; none when it was.
+ */
+export function notAsPrintedParagraph(trace: readonly string[]): string[] {
+  const notes = notAsPrinted(trace);
+  if (notes.length === 0) return [];
+  return [
+    "",
+    "This is not the run the seed was printed for: the Worker or the scenario changed since (a fix that makes other calls), or the seed was edited.",
+    ...notes.map((note) => `  ${note}`),
+  ];
+}
+
 /** The verdict of one replayed run, colored by the caller. */
 type RunVerdict = "VIOLATED" | "HELD";
 
@@ -304,6 +336,7 @@ export function renderReplay(
     renderTrace(result.trace),
     "",
     verdict,
+    ...notAsPrintedParagraph(result.trace),
   ].join("\n");
 }
 
