@@ -112,6 +112,12 @@ describe("bundleWorker", () => {
     expect(worker.instantiate({}).default).toEqual({ hash: "2d711642", polyfill: true });
   });
 
+  it("replaces the config's define identifiers, as wrangler's bundle does", async () => {
+    const entry = write("worker.ts", `declare const API_BASE: string;\nexport default { base: API_BASE };`);
+    const worker = await bundleWorker(entry, { API_BASE: '"https://api.example"' });
+    expect(worker.instantiate({}).default).toEqual({ base: "https://api.example" });
+  });
+
   it("throws naming an import the runtime does not provide", async () => {
     const entry = write(
       "worker.ts",

@@ -122,8 +122,10 @@ function dataModule(bytes: Buffer): string {
  * dynamic `import()` becomes a promise of `require`, so the runtime's modules reach it as they
  * reach a static import (Node's vm would otherwise fail every `import()` the bundle keeps).
  */
-export function workerBuildOptions(file: string) {
+export function workerBuildOptions(file: string, define: Readonly<Record<string, string>> = {}) {
   return {
+    // The config's `define`, which wrangler hands esbuild as it is.
+    define: { ...define },
     entryPoints: [file],
     // Error locations are then relative to the entry's folder; see `buildInputError`.
     absWorkingDir: dirname(file),
@@ -159,14 +161,17 @@ export function externalImports(metafile: Metafile): string[] {
 }
 
 /** Bundles the Worker at `entry`; a file esbuild cannot build is an InputError naming it. */
-export async function bundleWorker(entry: string): Promise<WorkerModule> {
+export async function bundleWorker(
+  entry: string,
+  define: Readonly<Record<string, string>> = {},
+): Promise<WorkerModule> {
   const file = resolve(entry);
   if (!statSync(file, { throwIfNoEntry: false })?.isFile()) throw new InputError(entry, "no such file");
   let code: string;
   let wasmFiles: string[];
   let nodeImports: string[];
   try {
-    const result = await build({ ...workerBuildOptions(file), sourcemap: "inline", metafile: true });
+    const result = await build({ ...workerBuildOptions(file, define), sourcemap: "inline", metafile: true });
     code = result.outputFiles[0]?.text ?? "";
     wasmFiles = compiledWasmImports(result.metafile);
     nodeImports = externalImports(result.metafile).filter((path) => path.startsWith("node:"));

@@ -185,6 +185,16 @@ bindings = [{ name = "LOGS", destination = "logs" }]
     );
   });
 
+  it("reads define as wrangler hands it to esbuild, and refuses a value that is not an expression's text", () => {
+    const file = write(
+      "wrangler.json",
+      `{ "name": "d", "define": { "API_BASE": "\\"https://api.example\\"" } }`,
+    );
+    expect(readWranglerConfig(file).define).toEqual({ API_BASE: '"https://api.example"' });
+    const bad = write("wrangler.json", `{ "name": "d", "define": { "DEBUG": true } }`);
+    expect(() => readWranglerConfig(bad)).toThrow(/define\.DEBUG must be a string/);
+  });
+
   it("fills in empty bindings and leaves optional fields out", () => {
     const file = write("wrangler.json", `{ "name": "bare" }`);
     expect(readWranglerConfig(file)).toEqual({

@@ -73,6 +73,8 @@ export interface WorkerConfig {
   readonly compatibilityDate?: string;
   readonly compatibilityFlags: readonly string[];
   readonly vars: Readonly<Record<string, unknown>>;
+  /** `define`: identifiers the bundle replaces with JavaScript expressions, as wrangler's does. */
+  readonly define?: Readonly<Record<string, string>>;
   readonly d1Databases: readonly D1DatabaseBinding[];
   readonly services: readonly ServiceBinding[];
   readonly kvNamespaces: readonly KvNamespaceBinding[];
@@ -312,6 +314,12 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
   const flags: unknown = config.compatibility_flags ?? [];
   if (!isStringArray(flags)) fail(`${keyPath("compatibility_flags")} must be an array of strings`);
   const vars = optionalObject(config.vars, keyPath("vars")) ?? {};
+  const define = optionalObject(config.define, keyPath("define"));
+  for (const [key, value] of Object.entries(define ?? {})) {
+    if (typeof value !== "string") {
+      fail(`${keyPath("define")}.${key} must be a string: the JavaScript expression that replaces ${key}`);
+    }
+  }
 
   const d1Databases = entries("d1_databases").map((entry, i): D1DatabaseBinding => {
     const at = `${keyPath("d1_databases")}[${i}]`;
@@ -461,6 +469,7 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
     ...(compatibilityDate !== undefined ? { compatibilityDate } : {}),
     compatibilityFlags: flags,
     vars,
+    ...(define !== undefined ? { define: define as Record<string, string> } : {}),
     d1Databases,
     services,
     kvNamespaces,

@@ -84,7 +84,7 @@ async function loadWorker(
   const config = configPath ? readWranglerConfig(configPath, env) : undefined;
   const name = config?.name ?? "worker";
   const p = prefix(name);
-  const module = await bundleWorker(entry);
+  const module = await bundleWorker(entry, config?.define);
   if (config) nodeCompatible(config, module);
   const bindings = new Map<string, BindingSpec>();
   for (const d of config?.d1Databases ?? [])

@@ -84,9 +84,12 @@ export interface WorkerCode {
 }
 
 /** Bundles a Worker as `load/bundle.ts` does, for a factory in the workerd script. */
-export async function bundleWorkerCode(entry: string): Promise<WorkerCode> {
+export async function bundleWorkerCode(
+  entry: string,
+  define: Readonly<Record<string, string>> = {},
+): Promise<WorkerCode> {
   try {
-    const result = await build({ ...workerBuildOptions(entry), metafile: true });
+    const result = await build({ ...workerBuildOptions(entry, define), metafile: true });
     return {
       code: result.outputFiles[0]?.text ?? "",
       nodeModules: externalImports(result.metafile).filter((path) => path.startsWith("node:")),
