@@ -150,6 +150,19 @@ describe("a Worker checked as a wrangler environment", () => {
     );
   });
 
+  it("is refused when its service binding names another Worker than the callee the scenario runs", async () => {
+    // The top level binds PAYMENTS to payments, and the scenario runs payments' staging.
+    const dir = project({
+      ...shop,
+      "top.sim.ts": shopScenario("staging", "", "() => true").replace(', env: "staging" }', " }"),
+    });
+    const error = await check(join(dir, "top.sim.ts")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toBe(
+      `setup[0]: callee("PAYMENTS") runs Worker payments-staging (${join(dir, "payments", "wrangler.jsonc")} (env.staging)), but ${join(dir, "wrangler.toml")} binds PAYMENTS to service payments, the Worker the binding reaches on Cloudflare`,
+    );
+  });
+
   it("is refused when the config has no such environment, with those it has", async () => {
     const dir = project({
       ...shop,

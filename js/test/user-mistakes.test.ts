@@ -74,7 +74,7 @@ describe("a scenario's mistakes in a custom invariant", () => {
     );
     expect(error).toBeInstanceOf(InputError);
     expect((error as InputError).problem).toMatch(
-      /^invariant i: it reads durableObject binding ROOMS, which the scenario does not have; no Worker binds durableObject in \S*wrangler\.jsonc$/,
+      /^invariant i: it reads Durable Object binding ROOMS, which the scenario does not have; no Worker has a Durable Object binding in \S*wrangler\.jsonc$/,
     );
   });
 

@@ -20,6 +20,15 @@ import type { World } from "./world.ts";
  * The final state a run left, as custom invariants read it; `nowMs` is the run's clock at its end
  * (timers, alarms and delays move it past the engine's), which decides what has expired in KV.
  */
+/** Binding kinds as wrangler configs and Cloudflare's docs name them. */
+const KIND_NAMES: Readonly<Record<string, string>> = {
+  d1: "D1",
+  kv: "KV",
+  durableObject: "Durable Object",
+  queue: "queue",
+  service: "service",
+};
+
 export function finalState(
   engine: Engine,
   world: World,
@@ -52,13 +61,18 @@ export function finalState(
       const known = world.workers.flatMap((w) =>
         [...w.bindings].flatMap(([n, b]) => (b.kind === kind ? [`${w.prefix}${n}`] : [])),
       );
-      const configs = world.workers.flatMap((w) => (w.config ? [shown(w.config.file)] : []));
+      const configs = world.workers.flatMap((w) =>
+        w.config
+          ? [`${shown(w.config.file)}${w.config.env === undefined ? "" : ` (env.${w.config.env})`}`]
+          : [],
+      );
+      const what = KIND_NAMES[kind] ?? kind;
       const has = known.length
-        ? `the ${kind} bindings are ${known.join(", ")}`
-        : `no Worker binds ${kind} in ${configs.join(", ") || "its config"}`;
+        ? `the ${what} bindings are ${known.join(", ")}`
+        : `no Worker has a ${what} binding in ${configs.join(", ") || "its config"}`;
       throw new InputError(
         world.file,
-        `it reads ${kind} binding ${name}, which the scenario does not have; ${has}`,
+        `it reads ${KIND_NAMES[kind] ?? kind} binding ${name}, which the scenario does not have; ${has}`,
       );
     }
     return spec;

@@ -142,9 +142,13 @@ function nodeCompatible(config: WorkerConfig, module: WorkerModule): void {
     (m) => !(m === "node:async_hooks" && flags.includes("nodejs_als")),
   );
   if (missing.length === 0) return;
+  const where =
+    config.env === undefined
+      ? "this config does not set it"
+      : `its environment ${config.env} does not set it`;
   throw new InputError(
     config.file,
-    `the Worker ${shown(module.entry)} imports ${missing.join(", ")}, which Cloudflare provides only with the nodejs_compat compatibility flag, and this config does not set it (add "nodejs_compat" to compatibility_flags)`,
+    `the Worker ${shown(module.entry)} imports ${missing.join(", ")}, which Cloudflare provides only with the nodejs_compat compatibility flag, and ${where} (add "nodejs_compat" to compatibility_flags)`,
   );
 }
 
@@ -218,6 +222,15 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
       continue;
     }
     let callee = await loadWorker(step, (name) => `${owner.prefix}${name}/`);
+    // On Cloudflare the binding reaches the Worker its `service` names; a callee of another name
+    // (another environment's, say) is a pairing production never has.
+    if (declared && callee.config && declared.service !== callee.name) {
+      const where = callee.config.env === undefined ? "" : ` (env.${callee.config.env})`;
+      throw new InputError(
+        file,
+        `setup[${i}]: ${step.kind}("${step.binding}") runs Worker ${callee.name} (${shown(callee.config.file)}${where}), but ${shown(owner.config?.file ?? owner.entry)} binds ${binding} to service ${declared.service}, the Worker the binding reaches on Cloudflare`,
+      );
+    }
     const same = workers.find((w) => w.prefix === callee.prefix);
     if (same && same.entry !== callee.entry) {
       throw new InputError(file, `setup[${i}]: two Workers in the scenario are named ${callee.name}`);
