@@ -454,6 +454,16 @@ describe("readDevVars", () => {
     expect(devVars()).toEqual({});
   });
 
+  it("reads only the keys secrets.required lists, when the config has it", () => {
+    write(".dev.vars", "A=1\nB=2\n");
+    const config = readWranglerConfig(
+      write("wrangler.json", `{ "name": "w", "secrets": { "required": ["A"] } }`),
+    );
+    expect([...readDevVars(config).keys()]).toEqual(["A"]);
+    const bad = write("wrangler.json", `{ "name": "w", "secrets": { "required": "A" } }`);
+    expect(() => readWranglerConfig(bad)).toThrow(/secrets\.required must be an array of strings/);
+  });
+
   it("reads .dev.vars beside the config as dotenv text, its values as written, and no .env then", () => {
     write(".dev.vars", `# local only\nAPI_KEY=abc$DEF\nGREETING="hello world"\nEMPTY=\n`);
     write(".env", "OTHER=1\n");

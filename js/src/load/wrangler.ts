@@ -73,6 +73,11 @@ export interface WorkerConfig {
   readonly compatibilityDate?: string;
   readonly compatibilityFlags: readonly string[];
   readonly vars: Readonly<Record<string, unknown>>;
+  /**
+   * `secrets.required`: the secrets the Worker declares; when present, the only keys its local
+   * secrets files give it (Cloudflare's docs: "only the keys listed … are loaded").
+   */
+  readonly requiredSecrets?: readonly string[];
   /** `define`: identifiers the bundle replaces with JavaScript expressions, as wrangler's does. */
   readonly define?: Readonly<Record<string, string>>;
   readonly d1Databases: readonly D1DatabaseBinding[];
@@ -314,6 +319,11 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
   const flags: unknown = config.compatibility_flags ?? [];
   if (!isStringArray(flags)) fail(`${keyPath("compatibility_flags")} must be an array of strings`);
   const vars = optionalObject(config.vars, keyPath("vars")) ?? {};
+  const secrets = optionalObject(config.secrets, keyPath("secrets"));
+  const required: unknown = secrets?.required;
+  if (required !== undefined && !isStringArray(required)) {
+    fail(`${keyPath("secrets")}.required must be an array of strings`);
+  }
   const define = optionalObject(config.define, keyPath("define"));
   for (const [key, value] of Object.entries(define ?? {})) {
     if (typeof value !== "string") {
@@ -470,6 +480,7 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
     compatibilityFlags: flags,
     vars,
     ...(define !== undefined ? { define: define as Record<string, string> } : {}),
+    ...(required !== undefined ? { requiredSecrets: required } : {}),
     d1Databases,
     services,
     kvNamespaces,
@@ -500,9 +511,17 @@ const EXPANDED = /\$\{[^{}]+\}|\$[A-Za-z_]|\\\$/;
  * selected and that file exists, else `.dev.vars`; when neither exists, `.env`, `.env.local`,
  * `.env.<env>` and `.env.<env>.local`, each over the ones before. The files are dotenv text,
  * their values strings. A `.env` value wrangler would expand is refused: eutaxy does not expand,
- * and the Worker would see another value than under wrangler.
+ * and the Worker would see another value than under wrangler. With `secrets.required`, only the
+ * keys it lists.
  */
 export function readDevVars(config: WorkerConfig): Map<string, DevVar> {
+  const read = readLocalSecrets(config);
+  const required = config.requiredSecrets;
+  if (required !== undefined) for (const key of read.keys()) if (!required.includes(key)) read.delete(key);
+  return read;
+}
+
+function readLocalSecrets(config: WorkerConfig): Map<string, DevVar> {
   const dir = dirname(config.file);
   const env = config.env;
   const existing = (names: readonly string[]) => names.map((name) => join(dir, name)).filter(isFile);
