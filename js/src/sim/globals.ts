@@ -246,16 +246,41 @@ function install(): void {
     },
   });
 
+  // Replaced in both runtimes: workerd has them, but outside the simulation (the Cache API's
+  // state would outlive a run). While a run is active the name is a stand-in, so that a Worker
+  // that only tests for it (`typeof HTMLRewriter`) goes on, and using it ends the check.
   for (const [name, what] of NOT_SIMULATED) {
-    if (name in globalThis) continue;
+    const original = (globalThis as Record<string, unknown>)[name];
+    const standIn = notSimulatedStandIn(name, what);
     Object.defineProperty(globalThis, name, {
       configurable: true,
       get() {
-        if (!source) return undefined;
-        return notSimulated(what);
+        return source ? standIn : original;
       },
     });
   }
+}
+
+/**
+ * What Worker code finds under a name eutaxy does not simulate while a run is active: the Cache
+ * API's `caches`, whose `default` and `open` end the check, or a class whose construction does.
+ */
+function notSimulatedStandIn(name: string, what: string): unknown {
+  if (name === "caches") {
+    return {
+      get default(): never {
+        return notSimulated(what);
+      },
+      open: (): never => notSimulated(what),
+    };
+  }
+  return {
+    [name]: class {
+      constructor() {
+        notSimulated(what);
+      }
+    },
+  }[name];
 }
 
 /**
