@@ -76,6 +76,10 @@ const SUBTLE_METHODS = [
   "wrapKey",
 ] as const;
 
+/** Whether this module runs inside workerd (`--runtime workerd`), which has the Workers globals. */
+const IN_WORKERD =
+  (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent === "Cloudflare-Workers";
+
 const RealDate = globalThis.Date;
 const realDateNow = RealDate.now.bind(RealDate);
 const realPerformanceNow = performance.now.bind(performance);
@@ -221,6 +225,7 @@ function install(): void {
   }
 
   installCompression();
+  if (!IN_WORKERD) installWorkersGlobals();
 
   // Worker code's console: the run's, while one is active.
   for (const level of CONSOLE_LEVELS) {
@@ -293,6 +298,14 @@ export function endCheck(error: Error): never {
   throw error;
 }
 
+/**
+ * A promise Worker code rejected and nothing handled: logged as workerd logs it, with the run's
+ * console (the trace keeps it) while a run is active; the request goes on, as in workerd.
+ */
+export function uncaughtInPromise(reason: unknown): void {
+  source?.log?.("error", ["Uncaught (in promise)", reason]);
+}
+
 /** Ends the check because the Worker reached `what`, a workerd API eutaxy does not simulate. */
 export function notSimulated(what: string): never {
   return endCheck(
@@ -314,6 +327,144 @@ interface Zlib {
 }
 
 /**
+ * The globals workerd gives a Worker that Node lacks or has otherwise, as workerd 4.20260426
+ * shows them (messages included): `navigator` (Cloudflare's, while a run is active: Node 21+ has
+ * its own, and `navigator.userAgent === "Cloudflare-Workers"` is how Workers tell where they
+ * run), `crypto.subtle.timingSafeEqual`, `crypto.DigestStream`, `IdentityTransformStream` and
+ * `FixedLengthStream`. (`URLPattern` is Node's own from Node 23.8 on.)
+ */
+function installWorkersGlobals(): void {
+  const platform = globalThis as unknown as Record<string, unknown> & {
+    process?: { getBuiltinModule?(id: string): unknown };
+  };
+  const nodeCrypto = platform.process?.getBuiltinModule?.("node:crypto") as
+    | { createHash(algorithm: string): { update(data: Uint8Array): void; digest(): Uint8Array } }
+    | undefined;
+
+  const realNavigator = platform.navigator;
+  const workersNavigator = Object.freeze({
+    userAgent: "Cloudflare-Workers",
+    hardwareConcurrency: 1,
+    language: "en",
+    sendBeacon: (): never => notSimulated("navigator.sendBeacon()"),
+  });
+  Object.defineProperty(globalThis, "navigator", {
+    configurable: true,
+    get: () => (source ? workersNavigator : realNavigator),
+  });
+
+  const subtle = crypto.subtle as typeof crypto.subtle & { timingSafeEqual?: unknown };
+  if (subtle.timingSafeEqual === undefined) {
+    Object.defineProperty(subtle, "timingSafeEqual", {
+      configurable: true,
+      writable: true,
+      value: (a: unknown, b: unknown): boolean => {
+        const left = bufferSource(a, 1);
+        const right = bufferSource(b, 2);
+        if (left.byteLength !== right.byteLength) {
+          throw new TypeError("Input buffers must have the same byte length.");
+        }
+        let differ = 0;
+        for (let i = 0; i < left.byteLength; i++) differ |= (left[i] as number) ^ (right[i] as number);
+        return differ === 0;
+      },
+    });
+  }
+
+  const c = crypto as typeof crypto & { DigestStream?: unknown };
+  if (c.DigestStream === undefined && nodeCrypto) {
+    const algorithms: Record<string, string> = {
+      "SHA-1": "sha1",
+      "SHA-256": "sha256",
+      "SHA-384": "sha384",
+      "SHA-512": "sha512",
+      MD5: "md5",
+    };
+    class DigestStream extends WritableStream<ArrayBuffer | ArrayBufferView> {
+      readonly digest: Promise<ArrayBuffer>;
+      constructor(algorithm: string | { name: string }) {
+        const name = (typeof algorithm === "string" ? algorithm : (algorithm?.name ?? "")).toUpperCase();
+        const hashName = algorithms[name];
+        if (hashName === undefined) {
+          throw new DOMException(
+            "Unrecognized or unimplemented digest algorithm requested.",
+            "NotSupportedError",
+          );
+        }
+        const hash = (nodeCrypto as NonNullable<typeof nodeCrypto>).createHash(hashName);
+        let settle: (digest: ArrayBuffer) => void = () => {};
+        const digest = new Promise<ArrayBuffer>((resolve) => {
+          settle = resolve;
+        });
+        super({
+          write(chunk) {
+            hash.update(bufferSource(chunk, 1));
+          },
+          close() {
+            const bytes = hash.digest();
+            settle(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer);
+          },
+        });
+        this.digest = digest;
+      }
+    }
+    Object.defineProperty(c, "DigestStream", { configurable: true, writable: true, value: DigestStream });
+  }
+
+  if (platform.IdentityTransformStream === undefined) {
+    platform.IdentityTransformStream = class IdentityTransformStream extends (
+      TransformStream<ArrayBuffer | ArrayBufferView, Uint8Array>
+    ) {
+      constructor() {
+        super({ transform: (chunk, controller) => controller.enqueue(byteChunk(chunk)) });
+      }
+    };
+  }
+  if (platform.FixedLengthStream === undefined) {
+    platform.FixedLengthStream = class FixedLengthStream extends (
+      TransformStream<ArrayBuffer | ArrayBufferView, Uint8Array>
+    ) {
+      constructor(expectedLength: number | bigint) {
+        const expected = Number(expectedLength);
+        let seen = 0;
+        super({
+          transform(chunk, controller) {
+            const bytes = byteChunk(chunk);
+            seen += bytes.byteLength;
+            if (seen > expected)
+              throw new TypeError("Attempt to write too many bytes through a FixedLengthStream.");
+            controller.enqueue(bytes);
+          },
+          flush() {
+            if (seen < expected) {
+              throw new TypeError("FixedLengthStream did not see all expected bytes before close().");
+            }
+          },
+        });
+      }
+    };
+  }
+}
+
+/** The bytes of a BufferSource argument, or workerd's TypeError for anything else. */
+function bufferSource(value: unknown, parameter: number): Uint8Array {
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  throw new TypeError(
+    `Failed to execute 'timingSafeEqual' on 'SubtleCrypto': parameter ${parameter} is not of type 'JsBufferSource'.`,
+  );
+}
+
+/** A chunk written to a byte stream (IdentityTransformStream), or workerd's TypeError. */
+function byteChunk(chunk: unknown): Uint8Array {
+  if (chunk instanceof ArrayBuffer) return new Uint8Array(chunk);
+  if (ArrayBuffer.isView(chunk)) return new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  throw new TypeError(
+    "This TransformStream is being used as a byte stream, but received a string on its writable side. If you wish to write a string, you'll probably want to explicitly UTF-8-encode it with TextEncoder.",
+  );
+}
+
+/**
  * In Node, `CompressionStream` and `DecompressionStream` run zlib on the thread pool, so their
  * output arrives whenever the pool is done: Worker code reading it could not be scheduled.
  * While a run is active they are streams that gather their input and transform it at its end
@@ -322,12 +473,11 @@ interface Zlib {
  */
 function installCompression(): void {
   const platform = globalThis as unknown as {
-    navigator?: { userAgent?: string };
     process?: { getBuiltinModule?(id: string): unknown };
     CompressionStream: new (format: never) => TransformStream;
     DecompressionStream: new (format: never) => TransformStream;
   };
-  if (platform.navigator?.userAgent === "Cloudflare-Workers") return;
+  if (IN_WORKERD) return;
   const zlib = platform.process?.getBuiltinModule?.("node:zlib") as Zlib | undefined;
   if (!zlib) return;
   const RealCompression = platform.CompressionStream;

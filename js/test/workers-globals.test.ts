@@ -1,0 +1,34 @@
+/**
+ * What workerd gives a Worker that Node lacks (js/test/fixtures/workers-globals): `navigator`,
+ * `crypto.subtle.timingSafeEqual`, `crypto.DigestStream`, `IdentityTransformStream`,
+ * `FixedLengthStream` and `URLPattern` answer on the Node runtime as on workerd, whose answers the
+ * scenario holds them to; and a promise the Worker rejects and nothing handles is logged, as
+ * workerd logs it, instead of ending the check.
+ */
+
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { check } from "../src/index.ts";
+import { violated } from "./verdict.ts";
+
+const fixture = (name: string) =>
+  join(dirname(fileURLToPath(import.meta.url)), "fixtures", "workers-globals", name);
+
+describe.each(["node", "workerd"] as const)("on the %s runtime", (runtime) => {
+  it("a Worker finds the Workers globals as workerd gives them", async () => {
+    expect(await check(fixture("globals.sim.ts"), { runtime })).toMatchObject({ verdict: "BOUNDED" });
+  });
+
+  it("a promise the Worker rejects and nothing handles is logged, and the request answers", async () => {
+    const result = violated(await check(fixture("unhandled.sim.ts"), { runtime }));
+    expect(result.message).toBe("req-1#1 was answered 201, not 200");
+    if (runtime === "node") {
+      expect(
+        result.trace.some((line) =>
+          line.includes("console.error: Uncaught (in promise) Error: nobody listens"),
+        ),
+      ).toBe(true);
+    }
+  });
+});
