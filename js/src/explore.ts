@@ -27,7 +27,7 @@ import { QUEUE_SCHEMA } from "./sim/queues.ts";
 import { Run } from "./sim/run.ts";
 import { runtimeModules } from "./sim/runtime-modules.ts";
 import type { SimWorker, World } from "./sim/world.ts";
-import { FINAL_STATE } from "./trace.ts";
+import { FINAL_STATE, notAsPrinted } from "./trace.ts";
 
 export type ResolvedBounds = Required<Bounds>;
 
@@ -92,8 +92,18 @@ export type CheckResult = CheckHeader &
         readonly eventsKept: readonly string[];
         readonly faults: readonly FaultReport[];
         readonly trace: readonly string[];
+        /**
+         * A replay (`--replay`) only, when the run was not the one its seed was printed for: the
+         * seed's faults and scheduling choices that did not happen (the Worker changed since).
+         */
+        readonly notAsPrinted?: readonly string[];
       }
-    | { readonly verdict: "HELD"; readonly runSeed: string; readonly trace: readonly string[] }
+    | {
+        readonly verdict: "HELD";
+        readonly runSeed: string;
+        readonly trace: readonly string[];
+        readonly notAsPrinted?: readonly string[];
+      }
   );
 
 /** Everything an exploration needs once the scenario is loaded and its world built. */
@@ -225,10 +235,22 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
           ...shardOf(verdict),
         };
       case "held":
-        return { ...header, verdict: "HELD", runSeed: verdict.runSeed, trace: verdict.trace };
+        return {
+          ...header,
+          verdict: "HELD",
+          runSeed: verdict.runSeed,
+          trace: verdict.trace,
+          ...notAsPrintedOf(verdict.trace),
+        };
       case "violated": {
         const { kind: _kind, strategy: _strategy, shard: _shard, ...rest } = verdict;
-        return { ...header, verdict: "VIOLATED", ...rest, ...shardOf(verdict) };
+        return {
+          ...header,
+          verdict: "VIOLATED",
+          ...rest,
+          ...notAsPrintedOf(verdict.trace),
+          ...shardOf(verdict),
+        };
       }
     }
   } finally {
@@ -326,6 +348,12 @@ function failureOf(response: ClientResponse, firstThrow: string | undefined): st
   const body =
     response.body.length > QUOTED_BODY_MAX ? `${response.body.slice(0, QUOTED_BODY_MAX)}…` : response.body;
   return `${invocation} answered ${response.status} ${JSON.stringify(body)}`;
+}
+
+/** A replay's faults and choices of its seed that did not happen, when some did not. */
+function notAsPrintedOf(trace: readonly string[]): { readonly notAsPrinted?: readonly string[] } {
+  const notes = notAsPrinted(trace);
+  return notes.length > 0 ? { notAsPrinted: notes } : {};
 }
 
 /** Creates the engine; a run seed it cannot read is bad input, named as the option it came in. */
