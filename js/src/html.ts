@@ -16,7 +16,7 @@ import { faultMeaning, faultName } from "./html/faults.ts";
 import { renderStory } from "./html/story.ts";
 import { STYLE } from "./html/style.ts";
 import { parseTrace, type Statement, type Step } from "./html/trace.ts";
-import { replayCommand } from "./report.ts";
+import { REDUCTION_CAVEAT, replayCommand, sampled } from "./report.ts";
 
 export function renderHtml(result: CheckResult): string {
   switch (result.verdict) {
@@ -136,8 +136,8 @@ function coveragePage(result: CheckResult & { verdict: "BOUNDED" | "INCOMPLETE" 
         : `The limit on runs was reached after ${plural(result.runs, "schedule")}, before every schedule within the bounds had run.`;
   const meaning =
     result.verdict === "BOUNDED"
-      ? `Every placement of at most ${plural(b.maxFaultsPerRun, "fault")} per run, at every effect of every invocation, ran with every resend it caused (up to ${plural(b.maxRedeliveries, "redelivery")} of each event, ${b.maxConcurrentInvocations === 1 ? "one invocation at a time" : `in every interleaving of up to ${b.maxConcurrentInvocations} invocations at once`}), and every invariant held at the end of every run.`
-      : "No invariant broke in the schedules that ran, but this is not a proof: raise bounds.budgetMs or tighten the bounds.";
+      ? `Every placement of at most ${plural(b.maxFaultsPerRun, "fault")} per run, at every effect of every invocation, ran with every resend it caused (up to ${plural(b.maxRedeliveries, "redelivery")} of each event, ${b.maxConcurrentInvocations === 1 ? "one invocation at a time" : `in every interleaving of up to ${b.maxConcurrentInvocations} invocations at once`}), and every invariant held at the end of every run.${result.partialOrderReduction ? ` ${REDUCTION_CAVEAT}` : ""}`
+      : `${result.strategy === "random" || result.strategy === "pct" ? `${sampled(result)} ` : ""}No invariant broke in the schedules that ran, but this is not a proof: raise bounds.budgetMs or tighten the bounds.`;
   return page(
     result,
     esc(lead),
@@ -172,7 +172,7 @@ function page(result: CheckResult, lead: string, body: string): string {
 <main>
 ${body}
 </main>
-<footer>eutaxy: a deterministic simulation of Cloudflare Workers. Replay the run with the command above to see the same trace.</footer>
+<footer>eutaxy: a deterministic simulation of Cloudflare Workers.${result.verdict === "VIOLATED" || result.verdict === "HELD" ? " Replay the run with the command above to see the same trace." : ""}</footer>
 </body>
 </html>
 `;

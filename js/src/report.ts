@@ -121,7 +121,7 @@ function interleaving(result: Extract<CheckResult, { verdict: "VIOLATED" }>): st
 }
 
 /** How a sampling check covered the space, for an INCOMPLETE report. */
-function sampled(result: Extract<CheckResult, { verdict: "INCOMPLETE" }>): string {
+export function sampled(result: Extract<CheckResult, { verdict: "INCOMPLETE" }>): string {
   const name = result.strategy === "pct" ? "PCT (probabilistic concurrency testing)" : "random walks";
   const switched =
     result.switchedAfterRuns === undefined

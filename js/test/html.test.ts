@@ -255,6 +255,37 @@ describe("pages without a counterexample", () => {
     expect(page).toContain("INCOMPLETE checkout");
     expect(page).toContain("The budget of 2000 ms ran out after 120 schedules");
     expect(page).toContain("this is not a proof");
+    // No run of it to replay.
+    expect(page).not.toContain("Replay the run with the command above");
+  });
+
+  it("say how sampling covered the space, and what partial-order reduction rests on", () => {
+    const bounds = { maxFaultsPerRun: 1, maxRedeliveries: 3, maxConcurrentInvocations: 2, budgetMs: 2000 };
+    const header = {
+      scenario: "checkout",
+      file: "checkout.sim.ts",
+      seed: "checkout",
+      elapsedMs: 2000,
+      bounds,
+    };
+    const sampledPage = text(
+      renderHtml({
+        ...header,
+        verdict: "INCOMPLETE",
+        reason: "budget",
+        runs: 300,
+        strategy: "pct",
+        distinctSchedules: 280,
+        switchedAfterRuns: 98,
+      } as CheckResult),
+    );
+    expect(sampledPage).toContain(
+      "Sampled by PCT (probabilistic concurrency testing), after 98 exhaustive runs showed the tree is larger than the budget covers: 280 distinct schedules.",
+    );
+    const reduced = text(
+      renderHtml({ ...header, verdict: "BOUNDED", runs: 78, partialOrderReduction: true } as CheckResult),
+    );
+    expect(reduced).toContain("(partial-order reduction): that holds if the Workers keep no mutable state");
   });
 });
 
