@@ -2,8 +2,9 @@
  * What workerd gives a Worker that Node lacks (js/test/fixtures/workers-globals): `navigator`,
  * `crypto.subtle.timingSafeEqual`, `crypto.DigestStream`, `IdentityTransformStream`,
  * `FixedLengthStream` and `URLPattern` answer on the Node runtime as on workerd, whose answers the
- * scenario holds them to; and a promise the Worker rejects and nothing handles is logged, as
- * workerd logs it, instead of ending the check.
+ * scenario holds them to; `process.env` holds the Worker's own vars, not the machine's; and a
+ * promise the Worker rejects and nothing handles is logged, as workerd logs it, instead of ending
+ * the check.
  */
 
 import { dirname, join } from "node:path";
@@ -18,6 +19,10 @@ const fixture = (name: string) =>
 describe.each(["node", "workerd"] as const)("on the %s runtime", (runtime) => {
   it("a Worker finds the Workers globals as workerd gives them", async () => {
     expect(await check(fixture("globals.sim.ts"), { runtime })).toMatchObject({ verdict: "BOUNDED" });
+  });
+
+  it("process.env holds the Worker's text vars and secrets, never the machine's environment", async () => {
+    expect(await check(fixture("env.sim.ts"), { runtime })).toMatchObject({ verdict: "BOUNDED" });
   });
 
   it("a promise the Worker rejects and nothing handles is logged, and the request answers", async () => {

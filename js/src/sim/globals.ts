@@ -26,6 +26,8 @@ export interface DeterminismSource {
    * simulate: it names the Worker, as an unsupported binding's error does.
    */
   notSimulated?(what: string): Error;
+  /** `process.env` of the Worker whose code runs now: its vars and secrets, as Cloudflare fills it. */
+  processEnv?(): Record<string, string>;
   /**
    * A timer of the invocation that is running: `callback(...args)` after `ms` milliseconds of
    * the run's clock, and every `ms` after that if `repeat`. Answers the timer's id.
@@ -55,6 +57,7 @@ const NOT_SIMULATED: readonly (readonly [string, string])[] = [
   ["caches", "the Cache API (caches.default, caches.open)"],
   ["HTMLRewriter", "HTMLRewriter"],
   ["WebSocketPair", "WebSocketPair (WebSockets)"],
+  ["WebSocket", "WebSocket (WebSockets)"],
 ];
 
 /** The `console` methods Worker code writes its logs with. */
@@ -226,6 +229,7 @@ function install(): void {
 
   installCompression();
   if (!IN_WORKERD) installWorkersGlobals();
+  installProcessEnv();
 
   // Worker code's console: the run's, while one is active.
   for (const level of CONSOLE_LEVELS) {
@@ -443,6 +447,27 @@ function installWorkersGlobals(): void {
         });
       }
     };
+  }
+}
+
+/**
+ * `process.env` while a run is active is the running Worker's, never the machine's: the shell's
+ * environment (its API keys among it) must not reach Worker code, nor make a check depend on the
+ * machine it runs on. Outside a run, the process's own.
+ */
+function installProcessEnv(): void {
+  const platform = globalThis as { process?: { env?: unknown } };
+  const proc = platform.process;
+  if (!proc) return;
+  const realEnv = proc.env;
+  try {
+    Object.defineProperty(proc, "env", {
+      configurable: true,
+      enumerable: true,
+      get: () => (source?.processEnv ? source.processEnv() : realEnv),
+    });
+  } catch {
+    // A runtime whose process.env cannot be replaced keeps its own (workerd's is empty).
   }
 }
 

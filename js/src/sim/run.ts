@@ -93,6 +93,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private readonly platformCounts = new Map<string, number>();
   private readonly memos = new Map<string, unknown>();
   private running: Invocation | undefined;
+  /** The Worker whose module is being evaluated, before any invocation runs its code. */
+  private instantiating: SimWorker | undefined;
   private stream = "init";
   /** Set from the run's plan; until then (no plan yet) lines are kept. */
   tracing = true;
@@ -331,6 +333,12 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     this.failure ??= error;
   }
 
+  processEnv(): Record<string, string> {
+    const name = this.running?.worker ?? this.instantiating?.name;
+    const worker = this.world.workers.find((w) => w.name === name) ?? this.world.main;
+    return this.memo(`process.env:${worker.name}`, () => processEnvOf(worker));
+  }
+
   notSimulated(what: string): Error {
     const name = this.running?.worker;
     const worker = this.world.workers.find((w) => w.name === name) ?? this.world.main;
@@ -364,7 +372,12 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private instantiate(worker: SimWorker): void {
     this.resume(undefined, `init:${worker.name}`);
     const moduleEnv = buildEnv(this, worker, this.ambientScope());
-    this.exports.set(worker, worker.module.instantiate(runtimeModules(() => moduleEnv)));
+    this.instantiating = worker;
+    try {
+      this.exports.set(worker, worker.module.instantiate(runtimeModules(() => moduleEnv)));
+    } finally {
+      this.instantiating = undefined;
+    }
   }
 
   private async drainPlatformWork(): Promise<void> {
@@ -844,6 +857,25 @@ function hungError(): Error {
   return new Error(
     "The Workers runtime canceled this request because it detected that your Worker's code had hung and would never generate a response.",
   );
+}
+
+/**
+ * `process.env` as Cloudflare fills it for `worker`: with `nodejs_compat` and a compatibility date
+ * from 2025-04-01 (`nodejs_compat_populate_process_env`), its text vars and secrets; else empty.
+ */
+function processEnvOf(worker: SimWorker): Record<string, string> {
+  const config = worker.config;
+  const flags = config?.compatibilityFlags ?? [];
+  const compat = flags.includes("nodejs_compat") || flags.includes("nodejs_compat_v2");
+  const populated =
+    compat &&
+    !flags.includes("nodejs_compat_do_not_populate_process_env") &&
+    (flags.includes("nodejs_compat_populate_process_env") ||
+      (config?.compatibilityDate ?? "") >= "2025-04-01");
+  const env: Record<string, string> = {};
+  if (populated)
+    for (const [key, value] of Object.entries(worker.vars)) if (typeof value === "string") env[key] = value;
+  return env;
 }
 
 function stuckError(invocation: Invocation): SimulationError {
