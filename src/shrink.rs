@@ -274,8 +274,11 @@ impl Shrinker {
                         "nondeterminism: replaying the violating run broke invariant {} again but \
                          did something else on the way (another effect, or a D1 statement with \
                          other parameters or another outcome); the Worker depends on something \
-                         outside the simulation",
-                        self.invariant
+                         outside the simulation, such as a value Web Crypto randomizes itself (an \
+                         ECDSA or RSA-PSS signature, a generated key). The run, which broke the invariant both \
+                         times: --replay {}",
+                        self.invariant,
+                        self.best.schedule.encode(&self.events)
                     )));
                 }
                 self.accept(&candidate, outcome);
