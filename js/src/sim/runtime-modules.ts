@@ -25,6 +25,8 @@ export const NODE_MODULES_SIMULATED: ReadonlySet<string> = new Set([
   "events",
   "path",
   "path/posix",
+  // The global `process` a Worker sees anyway (its `env` the running Worker's, globals.ts).
+  "process",
   "punycode",
   "querystring",
   "stream",
