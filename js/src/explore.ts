@@ -341,10 +341,10 @@ function ordinal(n: number): string {
 }
 
 /** A failed answer as a warning quotes it: the exception the delivery threw, else the answer. */
-function failureOf(response: ClientResponse, firstThrow: string | undefined): string {
+function failureOf(response: ClientResponse, firstThrow: Run["firstThrow"]): string {
   const invocation = `${response.event}#${response.delivery}`;
   if (response.status === 0) return `${invocation} got no answer`;
-  if (firstThrow?.startsWith(`${invocation} threw `)) return firstThrow;
+  if (firstThrow?.invocation === invocation) return `${invocation} threw ${firstThrow.error}`;
   const body =
     response.body.length > QUOTED_BODY_MAX ? `${response.body.slice(0, QUOTED_BODY_MAX)}…` : response.body;
   return `${invocation} answered ${response.status} ${JSON.stringify(body)}`;

@@ -4,21 +4,13 @@
  * scenario's `secrets()` go over them.
  */
 
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { check, InputError } from "../src/index.ts";
+import { project as projectFolder } from "./files.ts";
 
-/** A folder holding `files` (path → text), for one test's Worker and scenario. */
-function project(files: Record<string, string>): string {
-  const dir = mkdtempSync(join(tmpdir(), "eutaxy-dev-vars-"));
-  for (const [name, text] of Object.entries(files)) {
-    mkdirSync(dirname(join(dir, name)), { recursive: true });
-    writeFileSync(join(dir, name), text);
-  }
-  return dir;
-}
+/** A folder holding `files` (path → text), for one test's Workers and scenario. */
+const project = (files: Record<string, string>) => projectFolder(files, "eutaxy-dev-vars-");
 
 /** A Worker that answers with the env values it was given, and its config. */
 const worker = {

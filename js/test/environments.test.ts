@@ -4,21 +4,13 @@
  * a callee's environment names it `<name>-<env>`.
  */
 
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { check, InputError } from "../src/index.ts";
+import { project as projectFolder } from "./files.ts";
 
 /** A folder holding `files` (path → text), for one test's Workers and scenario. */
-function project(files: Record<string, string>): string {
-  const dir = mkdtempSync(join(tmpdir(), "eutaxy-environments-"));
-  for (const [name, text] of Object.entries(files)) {
-    mkdirSync(dirname(join(dir, name)), { recursive: true });
-    writeFileSync(join(dir, name), text);
-  }
-  return dir;
-}
+const project = (files: Record<string, string>) => projectFolder(files, "eutaxy-environments-");
 
 /** A shop whose staging environment has vars and bindings of its own, and its payments callee. */
 const shop = {

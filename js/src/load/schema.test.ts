@@ -1,34 +1,11 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { InputError } from "../errors.ts";
+import { describe, expect, it } from "vitest";
+import { inputErrorOf, scratchFolder } from "../../test/files.ts";
 import { migrationFiles, readSchema } from "./schema.ts";
 
-let dir: string;
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "eutaxy-schema-"));
-});
-afterEach(() => {
-  rmSync(dir, { recursive: true, force: true });
-});
-
-function write(name: string, text: string): string {
-  const file = join(dir, name);
-  writeFileSync(file, text);
-  return file;
-}
-
-/** The InputError `run` throws; fails the test when it throws anything else or nothing. */
-function inputError(run: () => unknown): InputError {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(InputError);
-    return error as InputError;
-  }
-  throw new Error("expected an InputError");
-}
+const scratch = scratchFolder("eutaxy-schema-");
+const write = scratch.write;
 
 describe("readSchema", () => {
   it("reads one SQL file", () => {
@@ -39,9 +16,9 @@ describe("readSchema", () => {
   it("reads a folder of migrations, each file on its own, in the order wrangler applies them", () => {
     write("0002_add_total.sql", "ALTER TABLE orders ADD COLUMN total INTEGER;");
     write("0001_init.sql", "CREATE TABLE orders (id TEXT);");
-    expect(readSchema(dir)).toEqual([
-      { file: join(dir, "0001_init.sql"), sql: "CREATE TABLE orders (id TEXT);" },
-      { file: join(dir, "0002_add_total.sql"), sql: "ALTER TABLE orders ADD COLUMN total INTEGER;" },
+    expect(readSchema(scratch.dir)).toEqual([
+      { file: join(scratch.dir, "0001_init.sql"), sql: "CREATE TABLE orders (id TEXT);" },
+      { file: join(scratch.dir, "0002_add_total.sql"), sql: "ALTER TABLE orders ADD COLUMN total INTEGER;" },
     ]);
   });
 });
@@ -58,18 +35,18 @@ describe("migrationFiles", () => {
     ]) {
       write(name, "");
     }
-    mkdirSync(join(dir, "0003_folder.sql"));
-    expect(migrationFiles(dir)).toEqual(
+    mkdirSync(join(scratch.dir, "0003_folder.sql"));
+    expect(migrationFiles(scratch.dir)).toEqual(
       ["0001_init.sql", "0002_a.sql", "0002_b.sql", "9_seed.sql", "10_index.sql"].map((name) =>
-        join(dir, name),
+        join(scratch.dir, name),
       ),
     );
   });
 
   it("reports a folder without migrations", () => {
     write("notes.txt", "");
-    const error = inputError(() => migrationFiles(dir));
-    expect(error.file).toBe(dir);
+    const error = inputErrorOf(() => migrationFiles(scratch.dir));
+    expect(error.file).toBe(scratch.dir);
     expect(error.problem).toBe(
       "no .sql files in this folder of migrations (named by d1Schema in the scenario)",
     );

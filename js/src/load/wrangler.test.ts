@@ -1,34 +1,11 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { InputError } from "../errors.ts";
+import { describe, expect, it } from "vitest";
+import { inputErrorOf, scratchFolder } from "../../test/files.ts";
 import { findWranglerConfig, readDevVars, readWranglerConfig } from "./wrangler.ts";
 
-let dir: string;
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "eutaxy-wrangler-"));
-});
-afterEach(() => {
-  rmSync(dir, { recursive: true, force: true });
-});
-
-function write(name: string, text: string): string {
-  const file = join(dir, name);
-  writeFileSync(file, text);
-  return file;
-}
-
-/** The InputError `run` throws; fails the test when it throws anything else or nothing. */
-function inputError(run: () => unknown): InputError {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(InputError);
-    return error as InputError;
-  }
-  throw new Error("expected an InputError");
-}
+const scratch = scratchFolder("eutaxy-wrangler-");
+const write = scratch.write;
 
 describe("readWranglerConfig", () => {
   it("reads a wrangler.jsonc with comments and trailing commas", () => {
@@ -50,7 +27,7 @@ describe("readWranglerConfig", () => {
     expect(readWranglerConfig(file)).toEqual({
       file,
       name: "payments",
-      main: join(dir, "src/worker.ts"),
+      main: join(scratch.dir, "src/worker.ts"),
       compatibilityDate: "2025-01-01",
       compatibilityFlags: ["nodejs_compat"],
       vars: { CURRENCY: "EUR", LIMITS: { max: 3 } },
@@ -235,25 +212,27 @@ entrypoint = "Payments"
     );
     const config = readWranglerConfig(file);
     expect(config.name).toBe("checkout");
-    expect(config.main).toBe(join(dir, "worker.ts"));
+    expect(config.main).toBe(join(scratch.dir, "worker.ts"));
     expect(config.vars).toEqual({ MODE: "test" });
     expect(config.d1Databases).toEqual([{ binding: "DB", databaseName: "orders" }]);
     expect(config.services).toEqual([{ binding: "PAYMENTS", service: "payments", entrypoint: "Payments" }]);
   });
 
   it("reports a missing file", () => {
-    const path = join(dir, "wrangler.jsonc");
-    expect(inputError(() => readWranglerConfig(path)).message).toBe(`${path}: no such file`);
+    const path = join(scratch.dir, "wrangler.jsonc");
+    expect(inputErrorOf(() => readWranglerConfig(path)).message).toBe(`${path}: no such file`);
   });
 
   it("reports a JSON syntax error with its line and column", () => {
     const path = write("wrangler.jsonc", `{\n  "name": "x",\n  // a comment\n  , "main": 1\n}`);
-    expect(inputError(() => readWranglerConfig(path)).message).toBe(`${path}:4:3: expected a property name`);
+    expect(inputErrorOf(() => readWranglerConfig(path)).message).toBe(
+      `${path}:4:3: expected a property name`,
+    );
   });
 
   it("reports a TOML syntax error with its line and column", () => {
     const path = write("wrangler.toml", `name = "x"\n[vars\nA = 1\n`);
-    const error = inputError(() => readWranglerConfig(path));
+    const error = inputErrorOf(() => readWranglerConfig(path));
     expect(error.file).toMatch(/wrangler\.toml:2:\d+$/);
     expect(error.problem).not.toContain("\n");
   });
@@ -287,7 +266,7 @@ entrypoint = "Payments"
     ],
   ])("rejects %s", (text, problem) => {
     const path = write("wrangler.json", text);
-    expect(inputError(() => readWranglerConfig(path)).message).toBe(`${path}: ${problem}`);
+    expect(inputErrorOf(() => readWranglerConfig(path)).message).toBe(`${path}: ${problem}`);
   });
 
   it("rejects one binding name declared twice", () => {
@@ -295,14 +274,14 @@ entrypoint = "Payments"
       "wrangler.json",
       `{ "name": "x", "d1_databases": [{ "binding": "DB" }], "vars": { "DB": "oops" } }`,
     );
-    expect(inputError(() => readWranglerConfig(path)).problem).toBe(
+    expect(inputErrorOf(() => readWranglerConfig(path)).problem).toBe(
       "binding DB is declared twice: d1_databases[0] and vars.DB",
     );
     const refused = write(
       "wrangler.json",
       `{ "name": "x", "vars": { "LIMITER": "off" }, "ratelimits": [{ "name": "LIMITER", "namespace_id": "1" }] }`,
     );
-    expect(inputError(() => readWranglerConfig(refused)).problem).toBe(
+    expect(inputErrorOf(() => readWranglerConfig(refused)).problem).toBe(
       "binding LIMITER is declared twice: vars.LIMITER and ratelimits[0]",
     );
   });
@@ -349,7 +328,7 @@ triggers = { crons = [] }
       file,
       env: "staging",
       name: "checkout-staging",
-      main: join(dir, "src/index.ts"),
+      main: join(scratch.dir, "src/index.ts"),
       compatibilityDate: "2025-06-01",
       compatibilityFlags: ["nodejs_compat"],
       vars: { MODE: "staging" },
@@ -398,7 +377,7 @@ triggers = { crons = [] }
     );
     const dev = readWranglerConfig(file, "dev");
     expect(dev.name).toBe("rooms-dev");
-    expect(dev.main).toBe(join(dir, "worker.ts"));
+    expect(dev.main).toBe(join(scratch.dir, "worker.ts"));
     expect(dev.durableObjects).toEqual([{ name: "DEV_ROOMS", className: "Room" }]);
     expect(dev.durableObjectClasses).toEqual(new Map([["Room", { sqlite: true }]]));
     expect(dev.services).toEqual([{ binding: "AUTH", service: "auth-dev" }]);
@@ -406,15 +385,15 @@ triggers = { crons = [] }
 
   it("reports an environment the config does not have, with those it has", () => {
     const file = write("wrangler.toml", staging);
-    expect(inputError(() => readWranglerConfig(file, "prod")).message).toBe(
+    expect(inputErrorOf(() => readWranglerConfig(file, "prod")).message).toBe(
       `${file}: has no environment prod (env.prod); its environments are staging, production`,
     );
     const bare = write("wrangler.json", `{ "name": "bare" }`);
-    expect(inputError(() => readWranglerConfig(bare, "staging")).message).toBe(
+    expect(inputErrorOf(() => readWranglerConfig(bare, "staging")).message).toBe(
       `${bare}: has no environment staging (env.staging); it has none`,
     );
     const inherited = write("wrangler.json", `{ "name": "x", "env": { "staging": {} } }`);
-    expect(inputError(() => readWranglerConfig(inherited, "toString")).problem).toBe(
+    expect(inputErrorOf(() => readWranglerConfig(inherited, "toString")).problem).toBe(
       "has no environment toString (env.toString); its environments are staging",
     );
   });
@@ -424,29 +403,32 @@ triggers = { crons = [] }
       "wrangler.json",
       `{ "name": "x", "env": { "staging": { "d1_databases": [{ "binding": 1 }] }, "qa": 3 } }`,
     );
-    expect(inputError(() => readWranglerConfig(path, "staging")).problem).toBe(
+    expect(inputErrorOf(() => readWranglerConfig(path, "staging")).problem).toBe(
       "env.staging.d1_databases[0].binding must be a non-empty string",
     );
-    expect(inputError(() => readWranglerConfig(path, "qa")).problem).toBe("env.qa must be an object");
+    expect(inputErrorOf(() => readWranglerConfig(path, "qa")).problem).toBe("env.qa must be an object");
     const twice = write(
       "wrangler.json",
       `{ "name": "x", "env": { "staging": { "vars": { "BUCKET": "b" }, "r2_buckets": [{ "binding": "BUCKET" }] } } }`,
     );
-    expect(inputError(() => readWranglerConfig(twice, "staging")).problem).toBe(
+    expect(inputErrorOf(() => readWranglerConfig(twice, "staging")).problem).toBe(
       "binding BUCKET is declared twice: env.staging.vars.BUCKET and env.staging.r2_buckets[0]",
     );
   });
 });
 
 describe("readDevVars", () => {
-  /** The values readDevVars reads for the config in `dir`, as `key → [value, file name]`. */
+  /** The values readDevVars reads for the config in the scratch folder, as `key → [value, file name]`. */
   function devVars(env?: string): Record<string, [string, string]> {
     const config = readWranglerConfig(
       write("wrangler.json", `{ "name": "w", "env": { "staging": {} } }`),
       env,
     );
     return Object.fromEntries(
-      [...readDevVars(config)].map(([key, { value, file }]) => [key, [value, file.slice(dir.length + 1)]]),
+      [...readDevVars(config)].map(([key, { value, file }]) => [
+        key,
+        [value, file.slice(scratch.dir.length + 1)],
+      ]),
     );
   }
 
@@ -504,7 +486,7 @@ describe("readDevVars", () => {
   it("refuses a .env value wrangler would expand, naming its file", () => {
     const file = write(".env.local", `URL=https://\${HOST}/api\n`);
     write(".env", "HOST=example.com\n");
-    expect(inputError(() => devVars()).message).toBe(
+    expect(inputErrorOf(() => devVars()).message).toBe(
       `${file}: URL: wrangler expands the $ in this value (dotenv-expand), which eutaxy does not; write the value it should have in .dev.vars, which wrangler then reads instead of .env files`,
     );
   });
@@ -512,27 +494,27 @@ describe("readDevVars", () => {
 
 describe("findWranglerConfig", () => {
   it("finds the first config wrangler would read, or none", () => {
-    expect(findWranglerConfig(dir)).toBeUndefined();
+    expect(findWranglerConfig(scratch.dir)).toBeUndefined();
     write("wrangler.toml", `name = "x"`);
-    expect(findWranglerConfig(dir)).toBe(join(dir, "wrangler.toml"));
+    expect(findWranglerConfig(scratch.dir)).toBe(join(scratch.dir, "wrangler.toml"));
     write("wrangler.jsonc", `{ "name": "x" }`);
-    expect(findWranglerConfig(dir)).toBe(join(dir, "wrangler.jsonc"));
+    expect(findWranglerConfig(scratch.dir)).toBe(join(scratch.dir, "wrangler.jsonc"));
     write("wrangler.json", `{ "name": "x" }`);
-    expect(findWranglerConfig(dir)).toBe(join(dir, "wrangler.json"));
+    expect(findWranglerConfig(scratch.dir)).toBe(join(scratch.dir, "wrangler.json"));
   });
 
   it("looks in the folders above the entry's, nearest first, as wrangler does", () => {
-    const src = join(dir, "app", "src", "handlers");
+    const src = join(scratch.dir, "app", "src", "handlers");
     mkdirSync(src, { recursive: true });
     expect(findWranglerConfig(src)).toBeUndefined();
     write("wrangler.json", `{ "name": "outer" }`);
-    expect(findWranglerConfig(src)).toBe(join(dir, "wrangler.json"));
+    expect(findWranglerConfig(src)).toBe(join(scratch.dir, "wrangler.json"));
     write("app/wrangler.toml", `name = "app"`);
-    expect(findWranglerConfig(src)).toBe(join(dir, "app", "wrangler.toml"));
+    expect(findWranglerConfig(src)).toBe(join(scratch.dir, "app", "wrangler.toml"));
   });
 
   it("does not take a folder named like a config for one", () => {
-    mkdirSync(join(dir, "wrangler.json"));
-    expect(findWranglerConfig(dir)).toBeUndefined();
+    mkdirSync(join(scratch.dir, "wrangler.json"));
+    expect(findWranglerConfig(scratch.dir)).toBeUndefined();
   });
 });

@@ -471,10 +471,17 @@ function installProcessEnv(): void {
   }
 }
 
-/** The bytes of a BufferSource argument, or workerd's TypeError for anything else. */
-function bufferSource(value: unknown, parameter: number): Uint8Array {
+/** The bytes of an ArrayBuffer or a view of one; undefined for anything else. */
+function bytesOf(value: unknown): Uint8Array | undefined {
   if (value instanceof ArrayBuffer) return new Uint8Array(value);
   if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  return undefined;
+}
+
+/** The bytes of `timingSafeEqual`'s argument `parameter`, or workerd's TypeError. */
+function bufferSource(value: unknown, parameter: number): Uint8Array {
+  const bytes = bytesOf(value);
+  if (bytes) return bytes;
   throw new TypeError(
     `Failed to execute 'timingSafeEqual' on 'SubtleCrypto': parameter ${parameter} is not of type 'JsBufferSource'.`,
   );
@@ -482,8 +489,8 @@ function bufferSource(value: unknown, parameter: number): Uint8Array {
 
 /** A chunk written to a byte stream (IdentityTransformStream), or workerd's TypeError. */
 function byteChunk(chunk: unknown): Uint8Array {
-  if (chunk instanceof ArrayBuffer) return new Uint8Array(chunk);
-  if (ArrayBuffer.isView(chunk)) return new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  const bytes = bytesOf(chunk);
+  if (bytes) return bytes;
   throw new TypeError(
     "This TransformStream is being used as a byte stream, but received a string on its writable side. If you wish to write a string, you'll probably want to explicitly UTF-8-encode it with TextEncoder.",
   );
@@ -526,11 +533,7 @@ function installCompression(): void {
     const chunks: Uint8Array[] = [];
     return new TransformStream<ArrayBuffer | ArrayBufferView, Uint8Array>({
       transform(chunk) {
-        chunks.push(
-          ArrayBuffer.isView(chunk)
-            ? new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength)
-            : new Uint8Array(chunk),
-        );
+        chunks.push(bytesOf(chunk) ?? new Uint8Array(chunk as ArrayBuffer));
       },
       flush(controller) {
         const input = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));

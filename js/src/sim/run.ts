@@ -27,6 +27,7 @@ import type { SimEvent } from "../drivers/event.ts";
 import { Decision, type Engine, type FootprintEntry, type RunPlan, type StepOption } from "../engine.ts";
 import { InputError, SimulationError } from "../errors.ts";
 import { isRpcTarget } from "./clone.ts";
+import { nodejsCompat } from "./compatibility.ts";
 import type {
   ClientResponse,
   Exports,
@@ -118,7 +119,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   /** Effects the engine decided on in this run, whatever it decided. */
   effects = 0;
   /** The first delivery of a driver's event that threw, and what it threw, for the report. */
-  firstThrow: string | undefined;
+  firstThrow: { readonly invocation: string; readonly error: string } | undefined;
   /** The platform's retry the run's bound refused with the highest delivery, if any. */
   retryCut:
     | {
@@ -608,7 +609,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       (error) => {
         if (!invocation.live) return;
         this.threw(invocation, error);
-        this.firstThrow ??= `${id} threw ${describe(error)}`;
+        this.firstThrow ??= { invocation: id, error: describe(error) };
         outcome = { kind: "threw", error };
       },
     );
@@ -866,9 +867,8 @@ function hungError(): Error {
 function processEnvOf(worker: SimWorker): Record<string, string> {
   const config = worker.config;
   const flags = config?.compatibilityFlags ?? [];
-  const compat = flags.includes("nodejs_compat") || flags.includes("nodejs_compat_v2");
   const populated =
-    compat &&
+    nodejsCompat(config) &&
     !flags.includes("nodejs_compat_do_not_populate_process_env") &&
     (flags.includes("nodejs_compat_populate_process_env") ||
       (config?.compatibilityDate ?? "") >= "2025-04-01");

@@ -11,6 +11,7 @@ import { bundleWorker, type WorkerModule } from "../load/bundle.ts";
 import type { LoadedScenario } from "../load/scenario.ts";
 import type { QueueConsumer, WorkerConfig } from "../load/wrangler.ts";
 import { readDevVars, readWranglerConfig } from "../load/wrangler.ts";
+import { nodejsCompat } from "./compatibility.ts";
 
 export type ServiceTarget =
   | {
@@ -136,8 +137,8 @@ function varsOf(config: WorkerConfig, bindings: ReadonlyMap<string, BindingSpec>
  * Worker (`No such module "node:crypto"`), so eutaxy must not run it as if it loaded.
  */
 function nodeCompatible(config: WorkerConfig, module: WorkerModule): void {
+  if (nodejsCompat(config)) return;
   const flags = config.compatibilityFlags;
-  if (flags.includes("nodejs_compat") || flags.includes("nodejs_compat_v2")) return;
   const missing = module.nodeImports.filter(
     (m) => !(m === "node:async_hooks" && flags.includes("nodejs_als")),
   );
