@@ -135,8 +135,18 @@ export interface ConservedInvariant {
 export interface FinalState {
   /** Rows of a query over a D1 binding (`DB`, `payments/DB`). */
   d1(db: string, sql: string, ...params: unknown[]): Record<string, unknown>[];
-  /** A KV namespace's value for `key` as text, or null (`CACHE`, `payments/CACHE`). */
-  kv(binding: string, key: string): string | null;
+  /**
+   * A KV namespace's value for `key` (`CACHE`, `payments/CACHE`), or null when it has none, in
+   * the type asked for as `KV.get(key, type)` takes it (`"text"` or `{ type: "text" }`): text by
+   * default (bytes that are not UTF-8 read as U+FFFD, as `get` reads them), or its parsed JSON.
+   */
+  kv(binding: string, key: string, type?: "text" | { type?: "text" }): string | null;
+  kv<T = unknown>(binding: string, key: string, type: "json" | { type: "json" }): T | null;
+  /**
+   * The value as an ArrayBuffer of the bytes exactly as they were put (a string put as its
+   * UTF-8 bytes). `"stream"` is refused: an invariant reads the final state synchronously.
+   */
+  kv(binding: string, key: string, type: "arrayBuffer" | { type: "arrayBuffer" }): ArrayBuffer | null;
   /** A KV namespace's keys, sorted. */
   kvKeys(binding: string): string[];
   /** Rows of a query over the SQLite storage of the Durable Object `binding` names by `name`. */

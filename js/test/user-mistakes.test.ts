@@ -78,6 +78,22 @@ describe("a scenario's mistakes in a custom invariant", () => {
     );
   });
 
+  it("reading a KV value as a stream, or as a type KV does not have", async () => {
+    const kv = { kv_namespaces: [{ binding: "CACHE", id: "cache" }] };
+    const stream = await failure(scenario(ok, '(s) => s.kv("CACHE", "k", "stream") === null', "", kv));
+    expect(stream).toBeInstanceOf(InputError);
+    expect((stream as InputError).problem).toBe(
+      'invariant i: it reads KV CACHE "k" as "stream", which an invariant cannot read (it reads the final state synchronously); ask for "arrayBuffer" to get its bytes',
+    );
+    const unknown = await failure(
+      scenario(ok, '(s) => s.kv("CACHE", "k", { type: "bytes" }) === null', "", kv),
+    );
+    expect(unknown).toBeInstanceOf(InputError);
+    expect((unknown as InputError).problem).toBe(
+      'invariant i: it reads KV CACHE "k" as "bytes", which is not a type: ask for "text" (the default), "json" or "arrayBuffer"',
+    );
+  });
+
   it("running SQL that does not parse", async () => {
     const error = await failure(scenario(ok, '(s) => s.d1("DB", "SELEC 1").length === 0'));
     expect(error).toBeInstanceOf(InputError);

@@ -12,7 +12,7 @@ import { type ClientResponse, statusMatches } from "./context.ts";
 import { ObjectStore } from "./durable-object-store.ts";
 import { readOne } from "./durable-object-tables.ts";
 import { durableObjectStore } from "./durable-objects.ts";
-import { kvKeys, kvRead } from "./kv.ts";
+import { type KvStateType, kvKeys, kvRead } from "./kv.ts";
 import { queueBodies } from "./queues.ts";
 import type { World } from "./world.ts";
 
@@ -79,10 +79,11 @@ export function finalState(
   };
   return {
     d1: (db, sql, ...params) => rows(db, sql, params),
-    kv: (name, key) => {
+    kv: ((name: string, key: string, type?: unknown) => {
       const spec = binding(name, "kv");
-      return spec.kind === "kv" ? kvRead(kvEngine, spec.store, key) : null;
-    },
+      const as = kvStateType(world.file, name, key, type);
+      return spec.kind === "kv" ? kvRead(kvEngine, spec.store, key, as) : null;
+    }) as FinalState["kv"],
     kvKeys: (name) => {
       const spec = binding(name, "kv");
       return spec.kind === "kv" ? kvKeys(kvEngine, spec.store) : [];
@@ -116,6 +117,30 @@ export function finalState(
     events,
     responses,
   };
+}
+
+const KV_STATE_TYPES: readonly string[] = ["text", "json", "arrayBuffer"] satisfies KvStateType[];
+
+/**
+ * The type `state.kv` was asked for, given as `KV.get` takes it: a string, or `{ type }`; text
+ * when none is given. A type `get` knows but an invariant cannot use, or one it does not know, is
+ * the scenario's mistake.
+ */
+function kvStateType(file: string, binding: string, key: string, type: unknown): KvStateType {
+  const given = typeof type === "object" && type !== null ? (type as { type?: unknown }).type : type;
+  if (given === undefined || given === null) return "text";
+  if (KV_STATE_TYPES.includes(given as string)) return given as KvStateType;
+  const read = `it reads KV ${binding} ${JSON.stringify(key)}`;
+  if (given === "stream") {
+    throw new InputError(
+      file,
+      `${read} as "stream", which an invariant cannot read (it reads the final state synchronously); ask for "arrayBuffer" to get its bytes`,
+    );
+  }
+  throw new InputError(
+    file,
+    `${read} as ${typeof given === "string" ? JSON.stringify(given) : String(given)}, which is not a type: ask for "text" (the default), "json" or "arrayBuffer"`,
+  );
 }
 
 /** The first host-evaluated invariant that breaks, with its message. */

@@ -308,6 +308,46 @@ describe("expiration", () => {
   });
 });
 
+describe("the final state a custom invariant reads (kvRead)", () => {
+  const allBytes = () => Uint8Array.from({ length: 256 }, (_, i) => i);
+
+  it("gives bytes back exactly as an ArrayBuffer, whether put as a buffer, a view or a stream", async () => {
+    const cache = kv();
+    await cache.put("buffer", allBytes().buffer);
+    await cache.put("view", new Uint8Array([9, ...allBytes(), 9]).subarray(1, 257));
+    const stream = new ReadableStream({
+      start(controller) {
+        controller.enqueue(allBytes().subarray(0, 100));
+        controller.enqueue(allBytes().subarray(100));
+        controller.close();
+      },
+    });
+    // Node's stream, typed as the Workers' one the binding takes.
+    await cache.put("stream", stream as unknown as Parameters<Kv["put"]>[1]);
+    const view = { d1Run: engine.d1Run.bind(engine), nowMs: () => clockMs };
+    for (const key of ["buffer", "view", "stream"]) {
+      const read = kvRead(view, STORE, key, "arrayBuffer");
+      expect(read).toBeInstanceOf(ArrayBuffer);
+      expect([...new Uint8Array(read as ArrayBuffer)]).toEqual([...allBytes()]);
+    }
+    // As text, as `get` reads it: bytes that are not UTF-8 become U+FFFD.
+    expect(kvRead(view, STORE, "buffer")).toBe(new TextDecoder().decode(allBytes()));
+    expect(kvRead(view, STORE, "buffer")).toContain("\uFFFD");
+  });
+
+  it("reads a string as text, as JSON and as its UTF-8 bytes, and a missing key as null", async () => {
+    const cache = kv();
+    await cache.put("doc", JSON.stringify({ café: [1] }));
+    const view = { d1Run: engine.d1Run.bind(engine), nowMs: () => clockMs };
+    expect(kvRead(view, STORE, "doc", "text")).toBe('{"café":[1]}');
+    expect(kvRead(view, STORE, "doc", "json")).toEqual({ café: [1] });
+    expect([...new Uint8Array(kvRead(view, STORE, "doc", "arrayBuffer") as ArrayBuffer)]).toEqual([
+      ...new TextEncoder().encode('{"café":[1]}'),
+    ]);
+    expect(kvRead(view, STORE, "missing", "arrayBuffer")).toBeNull();
+  });
+});
+
 describe("list", () => {
   it("lists keys by their UTF-8 bytes, with expiration and metadata when they have them", async () => {
     const cache = kv();

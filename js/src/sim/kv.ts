@@ -726,12 +726,23 @@ function utf8Length(text: string): number {
   return Buffer.byteLength(text, "utf8");
 }
 
-/** The value of `key` as text at the end of a run, or null (for custom invariants). */
+/**
+ * What a custom invariant may ask `state.kv` for: a value as `get` gives it, minus `"stream"`,
+ * which an invariant, reading the final state synchronously, could not read.
+ */
+export type KvStateType = "text" | "json" | "arrayBuffer";
+
+/**
+ * The value of `key` at the end of a run, or null (for custom invariants), in the type asked
+ * for, as `get(key, type)` gives it: text (a value put as bytes is decoded as UTF-8, as `get`
+ * decodes it), parsed JSON, or an ArrayBuffer of the bytes exactly as they were put.
+ */
 export function kvRead(
   engine: Pick<Engine, "d1Run" | "nowMs"> & Partial<Pick<Engine, "trace">>,
   store: string,
   key: string,
-): string | null {
+  type: KvStateType = "text",
+): unknown {
   const result = engine.d1Run(
     store,
     "SELECT value FROM kv WHERE key = ?1 AND present = 1 AND (expiration IS NULL OR expiration > ?2)",
@@ -739,13 +750,16 @@ export function kvRead(
     true,
   );
   const row = result.rows[0];
-  const value = row === undefined ? null : row[0];
-  const text =
-    value === null ? null : value instanceof Uint8Array ? new TextDecoder().decode(value) : String(value);
+  const stored = row === undefined ? null : row[0];
+  const value =
+    stored === null || stored === undefined ? null : stored instanceof Uint8Array ? stored : String(stored);
   engine.trace?.(
-    `  KV:${store.replace(/^kv:/, "")} ${JSON.stringify(key)} is ${text === null ? "absent" : shownValue(text)}`,
+    `  KV:${store.replace(/^kv:/, "")} ${JSON.stringify(key)} is ${value === null ? "absent" : shownValue(value)}`,
   );
-  return text;
+  if (value === null) return null;
+  // A value put as a string is kept as TEXT: it needs no round trip through bytes to be text.
+  if (typeof value === "string" && type === "text") return value;
+  return decode(typeof value === "string" ? new TextEncoder().encode(value) : value, type);
 }
 
 /** Every key at the end of a run, sorted as KV lists them (by UTF-8 bytes). */
