@@ -18,7 +18,9 @@ import type { StorageHooks } from "../src/sim/durable-object-tables.ts";
 /**
  * The runner, run as it is on both sides. Values JSON cannot carry are tagged objects
  * (`{ $date: ms }`, `{ $map: [[k, v]] }`, `{ $bytes: [..], as: "ArrayBuffer" }`,
- * `{ $undefined: true }`), decoded before a call and encoded after it. An outcome is `{ value }`
+ * `{ $undefined: true }`), decoded before a call and encoded after it. A view carries where it
+ * sits in its buffer, `within: [byteOffset, buffer's byteLength]` (a Uint8Array given with one is
+ * made as a view of part of a larger buffer). An outcome is `{ value }`
  * or `{ error, name, sync? }`, `sync` marking an error thrown by the call itself rather than a
  * rejection of its promise. Operations:
  * - `{ op: "get" | "put" | "delete" | "list" | "deleteAll" | "getAlarm" | "setAlarm" | "deleteAlarm", args }`
@@ -45,7 +47,12 @@ function decode(value) {
   if (value.$map !== undefined) return new Map(value.$map.map(([k, v]) => [decode(k), decode(v)]));
   if (value.$bytes !== undefined) {
     const bytes = Uint8Array.from(value.$bytes);
-    return value.as === "ArrayBuffer" ? bytes.buffer : bytes;
+    if (value.as === "ArrayBuffer") return bytes.buffer;
+    if (value.within === undefined) return bytes;
+    const [offset, length] = value.within;
+    const whole = new Uint8Array(length);
+    whole.set(bytes, offset);
+    return whole.subarray(offset, offset + bytes.length);
   }
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, decode(v)]));
 }
@@ -57,7 +64,10 @@ function encode(value) {
   if (value === null || typeof value !== "object") return value;
   if (value instanceof Date) return { $date: value.getTime() };
   if (value instanceof ArrayBuffer) return { $bytes: Array.from(new Uint8Array(value)), as: "ArrayBuffer" };
-  if (ArrayBuffer.isView(value)) return { $bytes: Array.from(new Uint8Array(value.buffer, value.byteOffset, value.byteLength)), as: value.constructor.name };
+  if (ArrayBuffer.isView(value)) {
+    const bytes = Array.from(new Uint8Array(value.buffer, value.byteOffset, value.byteLength));
+    return { $bytes: bytes, as: value.constructor.name, within: [value.byteOffset, value.buffer.byteLength] };
+  }
   if (value instanceof Map) return { $map: [...value].map(([k, v]) => [encode(k), encode(v)]) };
   if (Array.isArray(value)) return value.map(encode);
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, encode(v)]));
@@ -493,6 +503,17 @@ describe("Durable Object storage limits Miniflare does not enforce", () => {
       { error: "A single call may name at most 128 keys.", name: "RangeError" },
       { error: "Values cannot be larger than 2097152 bytes.", name: "RangeError" },
     ]);
+  });
+});
+
+describe("Durable Object stored views eutaxy keeps as Node serializes them", () => {
+  it("gives a view of part of a larger buffer back over its own bytes, where workerd keeps the buffer", async () => {
+    // docs/fidelity.md, "Durable Object storage": Node's serialization keeps the bytes a view
+    // covers; a structured clone keeps the whole buffer and the view's offset in it.
+    const part = { $bytes: [7, 8], as: "Uint8Array", within: [2, 6] };
+    const { sim, mf } = await both([call("put", "part", part), call("get", "part")]);
+    expect(mf[1]).toEqual({ value: part });
+    expect(sim[1]).toEqual({ value: { ...part, within: [0, 2] } });
   });
 });
 

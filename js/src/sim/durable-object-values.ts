@@ -1,8 +1,8 @@
 /**
  * Keys and values of a Durable Object's key-value API as the storage keeps them.
  *
- * Values are V8 serializations (`node:v8`), the structured clone the runtime stores, so Dates,
- * Maps, Sets, typed arrays and cycles round-trip and every read returns a copy. Keys are strings
+ * Values are V8 serializations (stored-clone.ts), the structured clone the runtime stores, so
+ * Dates, Maps, Sets, typed arrays and cycles round-trip and every read returns a copy. Keys are strings
  * (the runtime converts what it is given), compared byte by byte over UTF-8 as Cloudflare lists
  * them. Limits from Cloudflare's "Limits" page: key-value-backed objects take keys of 2 KiB and
  * values of 128 KiB; SQLite-backed ones have no key limit of its own, only key and value 2 MB
@@ -11,8 +11,7 @@
  * objects (docs/fidelity.md).
  */
 
-import { deserialize, serialize } from "node:v8";
-import { adoptDates } from "./clone.ts";
+import { decodeClone, encodeClone } from "./stored-clone.ts";
 
 /** Keys one `get`, `put` or `delete` call may name (docs: "up to 128 keys"). */
 export const KEYS_PER_CALL_MAX = 128;
@@ -55,7 +54,7 @@ export function undefinedValue(): TypeError {
 }
 
 export function encodeValue(key: string, value: unknown, sqlite: boolean): Uint8Array {
-  const bytes = new Uint8Array(serialize(value));
+  const bytes = encodeClone(value);
   const size = sqlite ? bytes.length + Buffer.byteLength(key, "utf8") : bytes.length;
   const max = sqlite ? ENTRY_BYTES_MAX_SQLITE : VALUE_BYTES_MAX_KV;
   if (size > max) throw new RangeError(`Values cannot be larger than ${max} bytes.`);
@@ -63,7 +62,7 @@ export function encodeValue(key: string, value: unknown, sqlite: boolean): Uint8
 }
 
 export function decodeValue(bytes: Uint8Array): unknown {
-  return adoptDates(deserialize(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)));
+  return decodeClone(bytes);
 }
 
 export function decodeEntries(entries: readonly (readonly [string, Uint8Array])[]): Map<string, unknown> {

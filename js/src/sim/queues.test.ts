@@ -290,6 +290,9 @@ describe("bodies and messages from outside", () => {
       set: new Set([1]),
     });
     expect(() => serialize(() => 1, "v8")).toThrow(/could not be cloned/);
+    // A view sent as "v8" arrives over a buffer of its own, as a structured clone does.
+    const view = deserialize(serialize(new Uint8Array([1, 2, 3]), "v8"), "v8") as Uint8Array;
+    expect([view.byteOffset, view.buffer.byteLength, [...view]]).toEqual([0, 3, [1, 2, 3]]);
   });
 
   it("sends a driver's message as JSON without an effect, traced", () => {

@@ -43,15 +43,14 @@
  * queue without a consumer; Cloudflare keeps explicit acks and keeps the messages.
  */
 
-import { deserialize as v8Deserialize, serialize as v8Serialize } from "node:v8";
 import type { D1StatementSpec, Engine, FootprintEntry } from "../engine.ts";
 import { InputError } from "../errors.ts";
 import type { WorkerConfig } from "../load/wrangler.ts";
-import { adoptDates } from "./clone.ts";
 import type { PlatformWork, RunContext } from "./context.ts";
 import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
 import { callHandler } from "./handlers.ts";
 import type { Invocation } from "./invocation.ts";
+import { decodeClone, encodeClone } from "./stored-clone.ts";
 import type { ExecutionContextLike } from "./workers-module.ts";
 import type { BindingSpec, SimQueue } from "./world.ts";
 
@@ -237,8 +236,8 @@ export function serialize(body: unknown, type: QueueContentType): Uint8Array {
       // "undefined", which the consumer then fails to parse; String() does the same.
       return encoder.encode(String(JSON.stringify(body)));
     case "v8":
-      // Node's serializer is V8's: the structured clone the runtime sends, DataCloneError included.
-      return new Uint8Array(v8Serialize(body));
+      // V8's serializer: the structured clone the runtime sends, DataCloneError included.
+      return encodeClone(body);
   }
 }
 
@@ -252,8 +251,8 @@ export function deserialize(bytes: Uint8Array, type: QueueContentType): unknown 
     case "json":
       return JSON.parse(decoder.decode(bytes));
     case "v8":
-      // Dates come back as the simulation's `Date`, so that they pass `instanceof Date`.
-      return adoptDates(v8Deserialize(Buffer.from(bytes)));
+      // As a structured clone gives it back: its own buffers, the simulation's `Date`.
+      return decodeClone(bytes);
   }
 }
 

@@ -1,11 +1,14 @@
 /**
  * The host's `node:v8` for workerd writes what Node's `v8.serialize` writes, byte for byte, and
- * reads it back to the values Node's `v8.deserialize` gives; what Node refuses to clone it refuses
- * with Node's message. Durable Object values and "v8" queue messages are kept as these bytes.
+ * reads it back to the values the Node runtime reads (sim/stored-clone.ts: Node's
+ * `v8.deserialize`, with views over buffers of their own and Buffers as Uint8Arrays); what Node
+ * refuses to clone it refuses with Node's message. Durable Object values and "v8" queue messages
+ * are kept as these bytes.
  */
 
 import v8 from "node:v8";
 import { describe, expect, it } from "vitest";
+import { decodeClone } from "../sim/stored-clone.ts";
 import { deserialize, serialize } from "./v8.ts";
 
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString("hex");
@@ -57,9 +60,9 @@ const values: [string, unknown][] = [
 
 describe("the workerd host's node:v8", () => {
   for (const [what, value] of values) {
-    it(`serializes ${what} as Node does`, () => {
+    it(`serializes ${what} as Node does, and reads it back as the Node runtime does`, () => {
       expect(hex(serialize(value))).toBe(hex(v8.serialize(value)));
-      expect(deserialize(serialize(value))).toEqual(v8.deserialize(v8.serialize(value)));
+      expect(deserialize(serialize(value))).toStrictEqual(decodeClone(v8.serialize(value)));
     });
   }
 
@@ -83,6 +86,17 @@ describe("the workerd host's node:v8", () => {
       expect(message).toMatch(/could not be cloned/);
       expect(() => serialize(value)).toThrow(message);
     }
+  });
+
+  it("reads each typed array and DataView over a buffer of its own, and a Buffer as a Uint8Array", () => {
+    const bytes = Uint8Array.from({ length: 256 }, (_, i) => i);
+    const [view, data, buffer] = deserialize(
+      serialize([bytes, new DataView(bytes.buffer, 1, 4), Buffer.from(bytes)]),
+    ) as [Uint8Array, DataView, Uint8Array];
+    expect([view.byteOffset, view.buffer.byteLength, [...view]]).toEqual([0, 256, [...bytes]]);
+    expect([data.byteOffset, data.buffer.byteLength, data.getUint8(0)]).toEqual([0, 4, 1]);
+    expect(buffer.constructor).toBe(Uint8Array);
+    expect([...buffer]).toEqual([...bytes]);
   });
 
   it("reads bytes Node wrote", () => {

@@ -1,12 +1,15 @@
 /**
- * `node:v8`'s `serialize` and `deserialize` for the simulation host inside workerd, whose own
- * `node:v8` does not implement them. The simulation keeps Durable Object values and queue
- * messages sent as "v8" as these bytes, and limits count them, so this writes the format Node's
- * `v8.serialize` writes (V8's ValueSerializer, version 15, with Node's typed arrays as host
- * objects): the same values round-trip, the same values refuse to, with the same messages, and
- * sizes agree. Where V8 chooses by an internal representation (one- or two-byte strings, small
- * integers or heap numbers, packed or holey arrays) this chooses by the value, which is what V8
- * does for every value built in the ordinary way. The host's build aliases `node:v8` here.
+ * `node:v8`'s `serialize`, `deserialize` and `DefaultDeserializer` for the simulation host inside
+ * workerd, whose own `node:v8` does not implement them. The simulation keeps Durable Object values
+ * and queue messages sent as "v8" as these bytes, and limits count them, so this writes the
+ * format Node's `v8.serialize` writes (V8's ValueSerializer, version 15, with Node's typed arrays
+ * as host objects): the same values round-trip, the same values refuse to, with the same
+ * messages, and sizes agree. Where V8 chooses by an internal representation (one- or two-byte
+ * strings, small integers or heap numbers, packed or holey arrays) this chooses by the value,
+ * which is what V8 does for every value built in the ordinary way. It reads values back as
+ * js/src/sim/stored-clone.ts reads them on Node, as a structured clone gives them: each typed
+ * array or DataView over a buffer of its own, a Buffer as a Uint8Array. The host's build aliases
+ * `node:v8` here.
  */
 
 import { Buffer } from "node:buffer";
@@ -535,7 +538,8 @@ class Reader {
         const Type = VIEW_TYPES[this.varint()];
         if (!Type) this.fail();
         const bytes = this.take(this.varint()).slice();
-        if (Type === Buffer) return this.keep(Buffer.from(bytes.buffer));
+        // A Buffer comes back as the Uint8Array a structured clone gives (js/src/sim/stored-clone.ts).
+        if (Type === Buffer) return this.keep(bytes);
         const size = (Type as { BYTES_PER_ELEMENT?: number }).BYTES_PER_ELEMENT ?? 1;
         return this.keep(
           new (Type as new (b: ArrayBuffer, o: number, l: number) => ArrayBufferView)(
@@ -588,10 +592,31 @@ class Reader {
   }
 }
 
+/**
+ * Node's `v8.DefaultDeserializer`, as far as the host uses it (`readHeader`, then `readValue`):
+ * it reads bytes written by `serialize` (or by Node's `v8.serialize`).
+ */
+export class DefaultDeserializer {
+  readonly #reader: Reader;
+
+  constructor(bytes: Uint8Array) {
+    // A plain view: a Buffer's `slice` would share memory where the reader needs copies.
+    this.#reader = new Reader(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  }
+
+  readHeader(): boolean {
+    this.#reader.header();
+    return true;
+  }
+
+  readValue(): unknown {
+    return this.#reader.value();
+  }
+}
+
 /** Deserializes bytes written by `serialize` (or by Node's `v8.serialize`). */
 export function deserialize(bytes: Uint8Array): unknown {
-  // A plain view: a Buffer's `slice` would share memory where the reader needs copies.
-  const reader = new Reader(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
-  reader.header();
-  return reader.value();
+  const reader = new DefaultDeserializer(bytes);
+  reader.readHeader();
+  return reader.readValue();
 }
