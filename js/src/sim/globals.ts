@@ -384,7 +384,7 @@ function installWorkersGlobals(): void {
       "SHA-512": "sha512",
       MD5: "md5",
     };
-    class DigestStream extends WritableStream<ArrayBuffer | ArrayBufferView> {
+    class DigestStream extends WritableStream<ArrayBuffer | ArrayBufferView | string> {
       readonly digest: Promise<ArrayBuffer>;
       constructor(algorithm: string | { name: string }) {
         const name = (typeof algorithm === "string" ? algorithm : (algorithm?.name ?? "")).toUpperCase();
@@ -402,7 +402,7 @@ function installWorkersGlobals(): void {
         });
         super({
           write(chunk) {
-            hash.update(bufferSource(chunk, 1));
+            hash.update(digestChunk(chunk));
           },
           close() {
             const bytes = hash.digest();
@@ -484,6 +484,20 @@ function bufferSource(value: unknown, parameter: number): Uint8Array {
   if (bytes) return bytes;
   throw new TypeError(
     `Failed to execute 'timingSafeEqual' on 'SubtleCrypto': parameter ${parameter} is not of type 'JsBufferSource'.`,
+  );
+}
+
+/**
+ * A chunk written to a `DigestStream`, as workerd's takes it (src/workerd/api/crypto/crypto.c++):
+ * bytes, or a string as its UTF-8 bytes; anything else rejects the write with workerd's
+ * TypeError, which errors the stream (its `close` rejects with it, and `digest` never settles).
+ */
+function digestChunk(chunk: unknown): Uint8Array {
+  if (typeof chunk === "string") return new TextEncoder().encode(chunk);
+  const bytes = bytesOf(chunk);
+  if (bytes) return bytes;
+  throw new TypeError(
+    "DigestStream is a byte stream but received an object of non-ArrayBuffer/ArrayBufferView/string type on its writable side.",
   );
 }
 
