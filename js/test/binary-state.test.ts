@@ -5,7 +5,8 @@
  * gives it back; the object reads the same back itself. On both runtimes.
  */
 
-import { describe, expect, it } from "vitest";
+import { describe, expect, expectTypeOf, it } from "vitest";
+import type { FinalState } from "../src/cloudflare.ts";
 import { check } from "../src/index.ts";
 
 const fixture = (file: string) => new URL(`./fixtures/binary-state/${file}`, import.meta.url).pathname;
@@ -17,4 +18,18 @@ describe.each(["node", "workerd"] as const)("on the %s runtime", (runtime) => {
       "BOUNDED",
     );
   });
+});
+
+it("types state.kv's answer by the type asked for, as KV.get's", () => {
+  // Checked by tsc (the function is never called): each type gives what `KV.get` gives for it.
+  const reads = (state: FinalState) => {
+    expectTypeOf(state.kv("BLOBS", "k")).toEqualTypeOf<string | null>();
+    expectTypeOf(state.kv("BLOBS", "k", { type: "text" })).toEqualTypeOf<string | null>();
+    expectTypeOf(state.kv<{ n: number }>("BLOBS", "k", "json")).toEqualTypeOf<{ n: number } | null>();
+    expectTypeOf(state.kv("BLOBS", "k", "arrayBuffer")).toEqualTypeOf<ArrayBuffer | null>();
+    expectTypeOf(state.kv("BLOBS", "k", { type: "arrayBuffer" })).toEqualTypeOf<ArrayBuffer | null>();
+    // @ts-expect-error an invariant reads synchronously: no stream
+    state.kv("BLOBS", "k", "stream");
+  };
+  expect(typeof reads).toBe("function");
 });
