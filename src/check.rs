@@ -273,7 +273,7 @@ impl Check {
         self.databases.contains(db)
     }
 
-    pub fn d1_setup(&mut self, db: &str, sql: &str) -> Result<()> {
+    pub fn d1_setup(&mut self, db: &str, sql: &str) -> std::result::Result<(), d1::SetupError> {
         d1::set_now_ms(self.sql_now_ms());
         self.databases.setup(db, sql)
     }

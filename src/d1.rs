@@ -34,6 +34,7 @@ use rusqlite::{Batch, Connection, ToSql, MAIN_DB};
 
 use crate::authorize;
 use crate::error::{Error, Result};
+use crate::script::{self, Position};
 
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
@@ -534,25 +535,27 @@ impl Databases {
     }
 
     /// Runs a setup script (schema and seed rows). An error names the statement, counting
-    /// from 1, and carries SQLite's message: `statement 2: near "CREAT": syntax error`.
+    /// from 1, and carries SQLite's message: `statement 2: near "CREAT": syntax error`; it
+    /// says where in `sql` that is too (see `SetupError`).
     /// A database opened during a run can be set up too, until the run ends.
-    pub fn setup(&mut self, name: &str, sql: &str) -> Result<()> {
+    pub fn setup(&mut self, name: &str, sql: &str) -> std::result::Result<(), SetupError> {
         let database = self.database(name)?;
         if database.snapshot.is_some() {
             return Err(Error::new(format!(
                 "cannot set up D1 database '{name}' after setup is sealed"
-            )));
+            ))
+            .into());
         }
-        let connection = &database.connection;
-        run_script(connection, sql, false)
-            .map(|_| ())
-            .map_err(|(statement, e)| {
-                let message = match &e {
-                    StatementError::Sqlite(e) => message(e),
-                    StatementError::Message(m) => m.clone(),
-                };
-                Error::new(format!("statement {statement}: {message}"))
-            })
+        run_setup_script(&database.connection, sql).map_err(|(statement, offset, e)| {
+            let message = match &e {
+                StatementError::Sqlite(e) => message(e),
+                StatementError::Message(m) => m.clone(),
+            };
+            SetupError {
+                error: Error::new(format!("statement {statement}: {message}")),
+                at: Some(script::position(sql, offset)),
+            }
+        })
     }
 
     /// Snapshots every database; from now on `restore` returns to this state.
@@ -893,6 +896,28 @@ fn run_batch(
     Ok(results)
 }
 
+/// A setup script that failed: the engine's message, and where in the script it failed (the
+/// token SQLite blames, or the failing statement's first token), so that the host can name
+/// the line of the user's schema file. `at` is `None` when no statement ran (an unknown or
+/// sealed database).
+#[derive(Debug)]
+pub struct SetupError {
+    pub error: Error,
+    pub at: Option<Position>,
+}
+
+impl SetupError {
+    pub fn message(&self) -> &str {
+        self.error.message()
+    }
+}
+
+impl From<Error> for SetupError {
+    fn from(error: Error) -> Self {
+        SetupError { error, at: None }
+    }
+}
+
 enum StatementError {
     Sqlite(rusqlite::Error),
     /// An error of our own, already worded for the user.
@@ -1030,6 +1055,45 @@ fn run_script(
     }
 }
 
+/// Runs a setup script as `run_script` runs a Worker's, knowing where each statement is: a
+/// failure gives the statement's number, the byte offset in `sql` to point at (the token
+/// SQLite blames, or else the statement's first token), and the error. It compiles each
+/// statement twice (once to learn where it ends), which setup, done once a check, can afford.
+fn run_setup_script(
+    connection: &Connection,
+    sql: &str,
+) -> std::result::Result<(), (u64, usize, StatementError)> {
+    let mut start = 0;
+    let mut count: u64 = 0;
+    loop {
+        let length = match script::first_statement(connection, &sql[start..]) {
+            Ok(None) => return Ok(()),
+            Ok(Some(length)) => length,
+            Err(e) => {
+                let blamed = e.offset.map(|offset| start + offset);
+                let at = blamed
+                    .filter(|&at| sql.is_char_boundary(at))
+                    .unwrap_or_else(|| script::first_token(sql, start));
+                return Err((count + 1, at, e.error.into()));
+            }
+        };
+        assert!(length > 0, "a statement SQLite compiled has no text");
+        let end = start + length;
+        let at = script::first_token(sql, start);
+        count += 1;
+        if count > STATEMENTS_MAX as u64 {
+            let message = format!("a script may hold at most {STATEMENTS_MAX} statements");
+            return Err((count, at, StatementError::Message(message)));
+        }
+        let mut statement = connection
+            .prepare(&sql[start..end])
+            .map_err(|e| (count, at, e.into()))?;
+        let mut rows = statement.raw_query();
+        while rows.next().map_err(|e| (count, at, e.into()))?.is_some() {}
+        start = end;
+    }
+}
+
 /// SQLite's own message, without the code.
 fn message(error: &rusqlite::Error) -> String {
     match error {
@@ -1158,6 +1222,73 @@ mod tests {
             .setup("DB", "CREATE TABLE a (x);\nCREAT TABLE b (y);")
             .unwrap_err();
         assert_eq!(error.message(), "statement 2: near \"CREAT\": syntax error");
+        assert_eq!(error.at, Some(Position { line: 2, column: 1 }));
+    }
+
+    /// The message a setup script fails with, and the line and column it names.
+    fn setup_failure_at(sql: &str) -> (String, usize, usize) {
+        let mut databases = Databases::new();
+        databases.open("DB").unwrap();
+        let error = databases.setup("DB", sql).unwrap_err();
+        let at = error.at.expect("a position");
+        (error.message().to_string(), at.line, at.column)
+    }
+
+    #[test]
+    fn setup_error_says_where_in_the_script_it_is() {
+        let at = |line, column, message: &str| (message.to_string(), line, column);
+        // Comments (with semicolons), blank lines and empty statements before the statement.
+        assert_eq!(
+            setup_failure_at(
+                "-- accounts; and charges\nCREATE TABLE a (x);\n\n/* next;\n   one */ ;\n\n  \
+                 CREAT TABLE b (y);"
+            ),
+            at(7, 3, "statement 2: near \"CREAT\": syntax error")
+        );
+        // A semicolon in a string does not end a statement.
+        assert_eq!(
+            setup_failure_at(
+                "CREATE TABLE a (x);\nINSERT INTO a VALUES ('a;b');\nINSERT INTO a VALUES ('c;d'),\n  (1 2);"
+            ),
+            at(4, 6, "statement 3: near \"2\": syntax error")
+        );
+        // Nor does one inside a trigger: the error is in the trigger's body, the third line.
+        assert_eq!(
+            setup_failure_at(
+                "CREATE TABLE a (x);\nCREATE TRIGGER t AFTER INSERT ON a BEGIN\n  INSERT INTO a VALUES (1);\n  \
+                 DELET FROM a;\nEND;"
+            ),
+            at(4, 3, "statement 2: near \"DELET\": syntax error")
+        );
+        // CRLF line endings.
+        assert_eq!(
+            setup_failure_at("CREATE TABLE a (x);\r\n\r\n-- b\r\nCREAT TABLE b (y);\r\n"),
+            at(4, 1, "statement 2: near \"CREAT\": syntax error")
+        );
+        // A table not yet created: SQLite blames no token, so the statement's first one.
+        assert_eq!(
+            setup_failure_at("CREATE TABLE a (x);\n\n  -- index\n  CREATE INDEX i ON b (y);"),
+            at(4, 3, "statement 2: no such table: main.b")
+        );
+        // A statement that fails as it runs, not as it is compiled.
+        assert_eq!(
+            setup_failure_at(
+                "CREATE TABLE a (x UNIQUE);\nINSERT INTO a VALUES (1);\n\nINSERT INTO a VALUES (1);"
+            ),
+            at(4, 1, "statement 3: UNIQUE constraint failed: a.x")
+        );
+        // A statement cut short by the end of the file.
+        assert_eq!(
+            setup_failure_at("CREATE TABLE a (x);\nCREATE TABLE b (y"),
+            at(2, 1, "statement 2: incomplete input")
+        );
+    }
+
+    #[test]
+    fn setup_error_without_a_statement_has_no_position() {
+        let mut databases = Databases::new();
+        let error = databases.setup("DB", "SELECT 1").unwrap_err();
+        assert_eq!(error.at, None);
     }
 
     fn text(databases: &mut Databases, sql: &str) -> Value {

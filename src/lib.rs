@@ -23,6 +23,7 @@ pub mod rng;
 pub mod run;
 pub mod sampling;
 pub mod schedule;
+pub mod script;
 pub mod shard;
 pub mod shrink;
 pub mod strategy;

@@ -1,8 +1,8 @@
 //! The wasm boundary: the `Engine` class the host sees (`js/src/engine.ts` is its contract).
 //!
 //! This is the only module that knows about JavaScript. It converts values in and out, and
-//! turns every engine error into a JavaScript `Error` carrying the engine's message; all the
-//! behaviour lives in `check::Check`.
+//! turns every engine error into a JavaScript `Error` carrying the engine's message (and, for
+//! `d1Setup`, where in the script it failed); all the behaviour lives in `check::Check`.
 
 use js_sys::{Array, ArrayBuffer, Function, Object, Reflect, Uint8Array};
 use serde::Serialize;
@@ -91,9 +91,19 @@ impl Engine {
         self.check.d1_exists(db)
     }
 
+    /// A statement that fails throws an `Error` with the engine's message and, as `line` and
+    /// `column`, where in `sql` it failed.
     #[wasm_bindgen(js_name = d1Setup)]
-    pub fn d1_setup(&mut self, db: &str, sql: &str) -> Result<(), JsError> {
-        self.check.d1_setup(db, sql).map_err(js)
+    pub fn d1_setup(&mut self, db: &str, sql: &str) -> Result<(), JsValue> {
+        self.check.d1_setup(db, sql).map_err(|e| {
+            let error: JsValue = js(e.error).into();
+            if let Some(at) = e.at {
+                let object: &Object = error.unchecked_ref();
+                set(object, "line", JsValue::from_f64(at.line as f64));
+                set(object, "column", JsValue::from_f64(at.column as f64));
+            }
+            error
+        })
     }
 
     pub fn seal(&mut self) -> Result<(), JsError> {
