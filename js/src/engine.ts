@@ -226,6 +226,17 @@ export type MergedVerdict =
     };
 
 /**
+ * What `d1Setup` throws when a statement fails: the engine's message (`statement 2: near
+ * "CREAT": syntax error`) and where in the script it failed, the token SQLite blames or else
+ * the statement's first token. Lines count from 1 and break at `\n`, `\r\n` or `\r`; columns
+ * count UTF-16 code units from 1.
+ */
+export interface D1SetupError extends Error {
+  readonly line?: number;
+  readonly column?: number;
+}
+
+/**
  * The engine's exported class, as wasm-bindgen generates it.
  *
  * The `d1*` calls serve every store the host keeps as SQLite (D1, KV namespaces, Durable Object
@@ -236,7 +247,10 @@ export type MergedVerdict =
 export interface Engine {
   d1Open(db: string): void;
   d1Exists(db: string): boolean;
-  /** Before `seal()`, or on a database opened during the current run; not traced. */
+  /**
+   * Before `seal()`, or on a database opened during the current run; not traced. A statement
+   * that fails throws a `D1SetupError`.
+   */
   d1Setup(db: string, sql: string): void;
   seal(): void;
   nextRun(elapsedMs: number): RunPlan | undefined;

@@ -8,6 +8,7 @@
 import type { Bounds, Driver, Invariant } from "./cloudflare.ts";
 import { eventsOf } from "./drivers/index.ts";
 import {
+  type D1SetupError,
   type Engine,
   type EngineConfig,
   type EngineStrategy,
@@ -413,10 +414,10 @@ function setUpStores(
       try {
         engine.d1Setup(step.db, sql);
       } catch (error) {
-        throw new InputError(
-          shown(file),
-          `SQL error applying it to D1 ${step.db}: ${(error as Error).message}`,
-        );
+        const { line, column, message } = error as D1SetupError;
+        // At `file:line:column`, as a build error in the Worker is, so that editors open it there.
+        const at = line === undefined ? shown(file) : `${shown(file)}:${line}:${column}`;
+        throw new InputError(at, `SQL error applying it to D1 ${step.db}: ${message}`);
       }
     }
   }

@@ -132,8 +132,12 @@ describe("bad input", () => {
     expectBadInput(eutaxy(["check", "./malformed.sim.ts"], bad), "malformed/wrangler.jsonc", /:\d+:\d+/);
   });
 
-  it("names the schema file with a SQL error", () => {
-    expectBadInput(eutaxy(["check", "./sqlerror.sim.ts"], bad), "sqlerror/schema.sql", /syntax error/);
+  it("names the schema file with a SQL error, at the line and column of the error", () => {
+    const run = eutaxy(["check", "./sqlerror.sim.ts"], bad);
+    expectBadInput(run, "sqlerror/schema.sql", /syntax error/);
+    expect(run.stderr).toBe(
+      'eutaxy: sqlerror/schema.sql:8:52: SQL error applying it to D1 DB: statement 2: near ")": syntax error\n',
+    );
   });
 
   it("names a D1 binding no Worker binds", () => {

@@ -199,18 +199,90 @@ describe("a binding of a kind eutaxy does not simulate", () => {
   });
 });
 
-describe("a folder of D1 migrations", () => {
-  it("with a SQL error names the migration it is in", async () => {
+describe("a SQL error in a schema", () => {
+  /** The InputError a check stops with when `schema.sql` holds `sql`, and the scenario's folder. */
+  async function schemaFailure(sql: string): Promise<{ error: InputError; dir: string }> {
+    const file = scenario(ok, "() => true");
+    writeFileSync(join(dirname(file), "schema.sql"), sql);
+    const error = await failure(file);
+    expect(error).toBeInstanceOf(InputError);
+    return { error: error as InputError, dir: dirname(file) };
+  }
+
+  const commented = [
+    "-- Accounts; one row per user.",
+    "CREATE TABLE accounts (",
+    "  id INTEGER PRIMARY KEY, /* the user's; never reused */",
+    "  balance INTEGER NOT NULL",
+    ");",
+    "",
+    "/* Charges",
+    "   reference accounts; */",
+    "CREAT TABLE charges (id INTEGER PRIMARY KEY);",
+    "",
+  ];
+  it.each<[string, string, string, string]>([
+    [
+      "after comments and blank lines",
+      commented.join("\n"),
+      "9:1",
+      'statement 2: near "CREAT": syntax error',
+    ],
+    ["with CRLF line endings", commented.join("\r\n"), "9:1", 'statement 2: near "CREAT": syntax error'],
+    [
+      "after strings holding semicolons and line breaks",
+      "CREATE TABLE notes (body TEXT);\nINSERT INTO notes VALUES ('a; b');\nINSERT INTO notes VALUES ('c;\nd'), (1 2);\n",
+      "4:9",
+      'statement 3: near "2": syntax error',
+    ],
+    [
+      "in a trigger's body",
+      [
+        "CREATE TABLE a (x);",
+        "CREATE TABLE log (x);",
+        "CREATE TRIGGER a_log AFTER INSERT ON a BEGIN",
+        "  INSERT INTO log VALUES (new.x);",
+        "  UPDAT log SET x = 1;",
+        "END;",
+        "CREATE INDEX a_by_x ON a (x);",
+      ].join("\n"),
+      "5:3",
+      'statement 3: near "UPDAT": syntax error',
+    ],
+    [
+      "for a missing comma",
+      "CREATE TABLE t (\n  a INTEGER,\n  b TEXT\n  UNIQUE (a)\n);",
+      "4:10",
+      'statement 1: near "(": syntax error',
+    ],
+    [
+      "on a table not yet created",
+      "CREATE TABLE a (x);\n\n  CREATE INDEX b_by_y ON b (y);\nCREATE TABLE b (y);",
+      "3:3",
+      "statement 2: no such table: main.b",
+    ],
+  ])("is at its line and column %s", async (_, sql, at, message) => {
+    const { error, dir } = await schemaFailure(sql);
+    expect(error.file).toBe(`${join(dir, "schema.sql")}:${at}`);
+    expect(error.problem).toBe(`SQL error applying it to D1 DB: ${message}`);
+  });
+
+  it("in a folder of D1 migrations is at its line and column in the migration it is in", async () => {
     const file = scenario(ok, "() => true");
     const dir = dirname(file);
     mkdirSync(join(dir, "migrations"));
-    writeFileSync(join(dir, "migrations", "0001_init.sql"), "CREATE TABLE t (v INTEGER);");
-    writeFileSync(join(dir, "migrations", "0002_index.sql"), "CREATE INDEX t_w ON t (w);");
+    writeFileSync(join(dir, "migrations", "0001_init.sql"), "-- The table.\n\nCREATE TABLE t (v INTEGER);");
+    writeFileSync(
+      join(dir, "migrations", "0002_index.sql"),
+      "-- Look-ups by w.\nCREATE INDEX t_v ON t (v);\n\nCREATE INDEX t_w ON t (w);\n",
+    );
     writeFileSync(file, readFileSync(file, "utf8").replace('"./schema.sql"', '"./migrations"'));
     const error = await failure(file);
     expect(error).toBeInstanceOf(InputError);
-    expect((error as InputError).file).toBe(join(dir, "migrations", "0002_index.sql"));
-    expect((error as InputError).problem).toMatch(/^SQL error applying it to D1 DB: .*no such column: w/);
+    expect((error as InputError).file).toBe(`${join(dir, "migrations", "0002_index.sql")}:4:24`);
+    expect((error as InputError).problem).toBe(
+      "SQL error applying it to D1 DB: statement 2: no such column: w",
+    );
   });
 });
 
