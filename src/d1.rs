@@ -1265,6 +1265,11 @@ mod tests {
             setup_failure_at("CREATE TABLE a (x);\r\n\r\n-- b\r\nCREAT TABLE b (y);\r\n"),
             at(4, 1, "statement 2: near \"CREAT\": syntax error")
         );
+        // A byte-order mark before the first line takes no column.
+        assert_eq!(
+            setup_failure_at("\u{feff}CREATE TABLE a (x); CREAT TABLE b (y);"),
+            at(1, 21, "statement 2: near \"CREAT\": syntax error")
+        );
         // A table not yet created: SQLite blames no token, so the statement's first one.
         assert_eq!(
             setup_failure_at("CREATE TABLE a (x);\n\n  -- index\n  CREATE INDEX i ON b (y);"),

@@ -13,7 +13,8 @@ use std::ptr;
 use rusqlite::{ffi, Connection};
 
 /// A place in a text, counted as editors count: lines from 1, split at `\n`, `\r\n` or `\r`;
-/// columns from 1, in UTF-16 code units (what JavaScript and editors count).
+/// columns from 1, in UTF-16 code units (what JavaScript and editors count), past a
+/// byte-order mark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Position {
     pub line: usize,
@@ -30,6 +31,8 @@ pub fn position(text: &str, offset: usize) -> Position {
             break;
         }
         match c {
+            // A byte-order mark opening the file takes no column in an editor.
+            '\u{feff}' if at == 0 => {}
             // `\r\n` is one break: the `\r` waits for the `\n` after it.
             '\r' if chars.peek().is_some_and(|&(_, next)| next == '\n') => {}
             '\n' | '\r' => {
@@ -142,6 +145,7 @@ mod tests {
         assert_eq!(position(text, 99), at(4, 2));
         // Columns count UTF-16 code units: `é` is one, `𝄞` two.
         assert_eq!(position("é𝄞x", "é𝄞".len()), at(1, 4));
+        assert_eq!(position("\u{feff}x", 3), at(1, 1));
     }
 
     #[test]
