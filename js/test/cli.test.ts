@@ -182,6 +182,14 @@ describe("bad input", () => {
     );
   });
 
+  it("names a module rule of a type it cannot honour, with its config", () => {
+    expectBadInput(
+      eutaxy(["check", "./python-rule.sim.ts"], bad),
+      "python-rule/wrangler.jsonc",
+      /: rules\[0\]\.type is "PythonModule"; a module rule's type must be one of Text, Data, CompiledWasm, ESModule, CommonJS/,
+    );
+  });
+
   it("rejects a malformed run seed", () => {
     const run = eutaxy(
       ["check", "./checkout.sim.ts", "--replay", "not-a-seed"],

@@ -3,7 +3,7 @@
  * `import()` of the runtime's modules gets what a static import gets, refusals included;
  * `cloudflare:sockets` loads, and `connect()` ends the check; wrangler's default module rules
  * give `.html`, `.sql` and `.txt` files as text, `.bin` files as ArrayBuffers and `.wasm` files
- * as WebAssembly modules.
+ * as WebAssembly modules, and a config's own `rules` give the files they match as their types.
  */
 
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -20,14 +20,20 @@ const runtimes = ["node", "workerd"] as const;
  * scenario that sends it one request and holds when the answer is 200 with `expected` as its body.
  */
 function scenario(
-  options: { imports?: string; body: string; expected?: string },
+  options: { imports?: string; body: string; expected?: string; rules?: unknown[] },
   files: Record<string, string | Uint8Array> = {},
 ): string {
   const dir = mkdtempSync(join(tmpdir(), "eutaxy-imports-"));
   for (const [name, contents] of Object.entries(files)) writeFileSync(join(dir, name), contents);
   writeFileSync(
     join(dir, "wrangler.jsonc"),
-    '{ "name": "w", "main": "worker.ts", "compatibility_date": "2025-09-01", "compatibility_flags": ["nodejs_compat"] }',
+    JSON.stringify({
+      name: "w",
+      main: "worker.ts",
+      compatibility_date: "2025-09-01",
+      compatibility_flags: ["nodejs_compat"],
+      ...(options.rules ? { rules: options.rules } : {}),
+    }),
   );
   writeFileSync(
     join(dir, "worker.ts"),
@@ -156,6 +162,33 @@ describe.each(runtimes)("with --runtime %s, a Worker", (runtime) => {
         "note.txt": "note",
         "table.bin": new Uint8Array([1, 2, 250]),
         "add.wasm": ADD_WASM,
+      },
+    );
+    expect(await check(file, { runtime })).toMatchObject({ verdict: "BOUNDED" });
+  });
+
+  it("imports the files its config's module rules match as their types give them", async () => {
+    const file = scenario(
+      {
+        imports: `import readme from "./README.md";
+                  import table from "./table.dat";
+                  import add from "./add.wasm.bin";
+                  import note from "./note.txt";`,
+        body: `const { exports } = await WebAssembly.instantiate(add);
+               const data = table instanceof ArrayBuffer ? [...new Uint8Array(table)].join(",") : typeof table;
+               return new Response([readme, data, exports.add(2, 3), note].join(" "));`,
+        expected: "# Shop 1,2,250 5 note",
+        rules: [
+          { type: "Text", globs: ["**/*.md"], fallthrough: true },
+          { type: "Data", globs: ["**/*.dat"] },
+          { type: "CompiledWasm", globs: ["**/*.wasm.bin"], fallthrough: true },
+        ],
+      },
+      {
+        "README.md": "# Shop",
+        "table.dat": new Uint8Array([1, 2, 250]),
+        "add.wasm.bin": ADD_WASM,
+        "note.txt": "note",
       },
     );
     expect(await check(file, { runtime })).toMatchObject({ verdict: "BOUNDED" });

@@ -4,7 +4,8 @@ import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ADD_WASM } from "../../test/wasm.ts";
 import { InputError } from "../errors.ts";
-import { bundleWorker } from "./bundle.ts";
+import { type BundleConfig, bundleWorker } from "./bundle.ts";
+import type { ModuleRule } from "./wrangler.ts";
 
 let dir: string;
 beforeEach(() => {
@@ -114,7 +115,10 @@ describe("bundleWorker", () => {
 
   it("replaces the config's define identifiers, as wrangler's bundle does", async () => {
     const entry = write("worker.ts", `declare const API_BASE: string;\nexport default { base: API_BASE };`);
-    const worker = await bundleWorker(entry, { API_BASE: '"https://api.example"' });
+    const worker = await bundleWorker(entry, {
+      file: join(dir, "wrangler.json"),
+      define: { API_BASE: '"https://api.example"' },
+    });
     expect(worker.instantiate({}).default).toEqual({ base: "https://api.example" });
   });
 
@@ -205,6 +209,82 @@ describe("bundleWorker", () => {
     );
     const handler = (await bundleWorker(entry)).instantiate(runtime).default as { fetch(): Promise<unknown> };
     expect(await handler.fetch()).toEqual([true, true, 5]);
+  });
+
+  /** A config at the scratch folder's wrangler.json with the module rules `rules`. */
+  function withRules(...rules: Omit<ModuleRule, "at">[]): BundleConfig {
+    return {
+      file: join(dir, "wrangler.json"),
+      rules: rules.map((rule, i) => ({ ...rule, at: `rules[${i}]` })),
+    };
+  }
+
+  it("gives the files a config's rules match as their type gives them, before wrangler's defaults", async () => {
+    write("README.md", "# Shop\n");
+    write("docs/terms.md", "terms\n");
+    write("table.dat", new Uint8Array([7, 8]));
+    write("note.txt", "note\n");
+    write("add.wasm.bin", ADD_WASM);
+    const entry = write(
+      "worker.ts",
+      `import readme from "./README.md";
+       import terms from "./docs/terms.md";
+       import table from "./table.dat";
+       import note from "./note.txt";
+       import add from "./add.wasm.bin";
+       export default { readme, terms, table: [...new Uint8Array(table)], note, wasm: add instanceof WebAssembly.Module };`,
+    );
+    const config = withRules(
+      { type: "Text", globs: ["**/*.md"], fallthrough: true },
+      { type: "Data", globs: ["**/*.dat"], fallthrough: true },
+      { type: "CompiledWasm", globs: ["**/*.wasm.bin"], fallthrough: true },
+    );
+    expect((await bundleWorker(entry, config)).instantiate(runtime).default).toEqual({
+      readme: "# Shop\n",
+      terms: "terms\n",
+      table: [7, 8],
+      note: "note\n",
+      wasm: true,
+    });
+  });
+
+  it("lets the first rule that matches decide, a config's before wrangler's defaults", async () => {
+    write("note.txt", "ab");
+    const entry = write("worker.ts", `import note from "./note.txt";\nexport default { note };`);
+    const note = (
+      (await bundleWorker(entry, withRules({ type: "Data", globs: ["**/*.txt"] }))).instantiate(runtime)
+        .default as { note: unknown }
+    ).note;
+    expect(note).toBeInstanceOf(ArrayBuffer);
+    expect([...new Uint8Array(note as ArrayBuffer)]).toEqual([97, 98]);
+  });
+
+  it("refuses an import only a rule wrangler drops matches: one of its type came first without fallthrough", async () => {
+    write("README.md", "# Shop\n");
+    write("page.html", "<p>hi</p>");
+    const entry = write(
+      "worker.ts",
+      `import readme from "./README.md";\nimport page from "./page.html";\nexport default { readme, page };`,
+    );
+    const error = await inputError(() =>
+      bundleWorker(entry, withRules({ type: "Text", globs: ["**/*.md"] })),
+    );
+    expect(error.file).toBe(`${entry}:2:18`);
+    expect(error.problem).toBe(
+      `./page.html matches wrangler's default Text rule, which wrangler drops, and so refuses the import: rules[0] (Text) of ${join(dir, "wrangler.json")} comes before it without fallthrough = true`,
+    );
+  });
+
+  it("matches a rule's globs against the import as written, as wrangler does", async () => {
+    write("docs/terms.md", "terms");
+    const entry = write("worker.ts", `import terms from "./docs/terms.md";\nexport default { terms };`);
+    // `docs/*.md` matches the specifier `docs/terms.md`, not `./docs/terms.md`.
+    const error = await inputError(() =>
+      bundleWorker(entry, withRules({ type: "Text", globs: ["docs/*.md"] })),
+    );
+    expect(error.problem).toMatch(/^No loader is configured for "\.md" files/);
+    const matched = await bundleWorker(entry, withRules({ type: "Text", globs: ["./docs/*.md"] }));
+    expect(matched.instantiate(runtime).default).toEqual({ terms: "terms" });
   });
 
   it("reports a .wasm file that does not exist where the import names it", async () => {

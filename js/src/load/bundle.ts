@@ -7,7 +7,7 @@
 
 import { readFileSync, statSync } from "node:fs";
 import { builtinModules, createRequire } from "node:module";
-import { dirname, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 import vm from "node:vm";
 import { type BuildOptions, build, type Message, type Metafile, type Plugin } from "esbuild";
 import { InputError } from "../errors.ts";
@@ -18,6 +18,8 @@ import {
   NODE_MODULES_SIMULATED,
   refusedNodeModule,
 } from "../sim/runtime-modules.ts";
+import { moduleRulesPlugin } from "./module-rules.ts";
+import type { WorkerConfig } from "./wrangler.ts";
 
 export interface WorkerModule {
   /** The entry module, absolute. */
@@ -41,18 +43,6 @@ function nodeCrypto(): object {
   return simulatedCrypto;
 }
 
-/** Marks the resolution `moduleRules` asks esbuild for, so that it does not ask itself again. */
-const RESOLVING_WASM = Symbol("resolving a CompiledWasm module");
-
-/**
- * wrangler's default module rules for the files a Worker imports that are not code, beside the
- * Text modules (`*.txt`, `*.html`, `*.sql`: the file's text), which esbuild's text loader makes.
- * A Data module (`*.bin`) is an ArrayBuffer of the file's bytes, new in each evaluation, so what
- * one run writes into it no other run sees. A CompiledWasm module (`*.wasm`, `*.wasm?module`) is
- * a WebAssembly.Module, which Worker code instantiates: it stays external, required by the file's
- * absolute path (`compiledWasmImports`), since workerd compiles no WebAssembly at run time and
- * the runtime must hand it over compiled.
- */
 /** Node's built-in modules by their bare names (`crypto`, `fs/promises`), as a pattern. */
 const BARE_BUILTIN = new RegExp(
   `^(${builtinModules
@@ -84,48 +74,21 @@ const bareBuiltins: Plugin = {
   },
 };
 
-const moduleRules: Plugin = {
-  name: "eutaxy-module-rules",
-  setup(b) {
-    b.onLoad({ filter: /\.bin$/ }, (args) => ({
-      contents: dataModule(readFileSync(args.path)),
-      loader: "js",
-    }));
-    b.onResolve({ filter: /\.wasm(\?module)?$/ }, async (args) => {
-      if (args.pluginData === RESOLVING_WASM) return undefined;
-      const resolved = await b.resolve(args.path.replace(/\?module$/, ""), {
-        kind: args.kind,
-        importer: args.importer,
-        resolveDir: args.resolveDir,
-        pluginData: RESOLVING_WASM,
-      });
-      if (resolved.errors.length > 0) return { errors: resolved.errors };
-      return { path: resolved.path, external: true };
-    });
-  },
-};
-
-/** A Data module's code: `bytes` decoded into a new ArrayBuffer each time it is evaluated. */
-function dataModule(bytes: Buffer): string {
-  return [
-    `const text = atob(${JSON.stringify(bytes.toString("base64"))});`,
-    "const bytes = new Uint8Array(text.length);",
-    "for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);",
-    "export default bytes.buffer;",
-  ].join("\n");
-}
+/** What of a Worker's wrangler config decides how wrangler bundles it. */
+export type BundleConfig = Pick<WorkerConfig, "file" | "define" | "rules">;
 
 /**
- * How a Worker entry is bundled, as wrangler does (the `workerd` conditions, browser fields,
- * the default module rules), for both runtimes: a CommonJS factory body whose `cloudflare:*` and
- * `node:*` imports and CompiledWasm modules are left to the runtime that instantiates it. A
- * dynamic `import()` becomes a promise of `require`, so the runtime's modules reach it as they
- * reach a static import (Node's vm would otherwise fail every `import()` the bundle keeps).
+ * How a Worker entry is bundled, as wrangler bundles it with `config` (the `workerd` conditions,
+ * browser fields, the config's `define` and module rules, then wrangler's default rules), for
+ * both runtimes: a CommonJS factory body whose `cloudflare:*` and `node:*` imports and
+ * CompiledWasm modules are left to the runtime that instantiates it. A dynamic `import()` becomes
+ * a promise of `require`, so the runtime's modules reach it as they reach a static import (Node's
+ * vm would otherwise fail every `import()` the bundle keeps).
  */
-export function workerBuildOptions(file: string, define: Readonly<Record<string, string>> = {}) {
+export function workerBuildOptions(file: string, config?: BundleConfig) {
   return {
     // The config's `define`, which wrangler hands esbuild as it is.
-    define: { ...define },
+    define: { ...config?.define },
     entryPoints: [file],
     // Error locations are then relative to the entry's folder; see `buildInputError`.
     absWorkingDir: dirname(file),
@@ -139,14 +102,16 @@ export function workerBuildOptions(file: string, define: Readonly<Record<string,
     conditions: ["workerd", "worker", "browser"],
     logLevel: "silent",
     external: ["cloudflare:*", "node:*"],
-    loader: { ".txt": "text", ".html": "text", ".sql": "text" },
-    plugins: [bareBuiltins, moduleRules],
+    plugins: [bareBuiltins, moduleRulesPlugin(config?.rules ?? [], config?.file)],
   } as const satisfies BuildOptions;
 }
 
-/** The CompiledWasm modules a bundle requires, by the absolute paths it requires them by. */
+/**
+ * The CompiledWasm modules a bundle requires, by the absolute paths it requires them by: the
+ * only externals named by a path (the others are `cloudflare:` and `node:` modules).
+ */
 export function compiledWasmImports(metafile: Metafile): string[] {
-  return externalImports(metafile).filter((path) => path.endsWith(".wasm"));
+  return externalImports(metafile).filter((path) => isAbsolute(path));
 }
 
 /** What a bundle leaves to the runtime, each specifier once, sorted. */
@@ -160,18 +125,18 @@ export function externalImports(metafile: Metafile): string[] {
   return [...specifiers].sort();
 }
 
-/** Bundles the Worker at `entry`; a file esbuild cannot build is an InputError naming it. */
-export async function bundleWorker(
-  entry: string,
-  define: Readonly<Record<string, string>> = {},
-): Promise<WorkerModule> {
+/**
+ * Bundles the Worker at `entry` as wrangler would with `config`; a file esbuild cannot build is an
+ * InputError naming it.
+ */
+export async function bundleWorker(entry: string, config?: BundleConfig): Promise<WorkerModule> {
   const file = resolve(entry);
   if (!statSync(file, { throwIfNoEntry: false })?.isFile()) throw new InputError(entry, "no such file");
   let code: string;
   let wasmFiles: string[];
   let nodeImports: string[];
   try {
-    const result = await build({ ...workerBuildOptions(file, define), sourcemap: "inline", metafile: true });
+    const result = await build({ ...workerBuildOptions(file, config), sourcemap: "inline", metafile: true });
     code = result.outputFiles[0]?.text ?? "";
     wasmFiles = compiledWasmImports(result.metafile);
     nodeImports = externalImports(result.metafile).filter((path) => path.startsWith("node:"));

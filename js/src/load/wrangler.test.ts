@@ -172,6 +172,64 @@ bindings = [{ name = "LOGS", destination = "logs" }]
     expect(() => readWranglerConfig(bad)).toThrow(/define\.DEBUG must be a string/);
   });
 
+  it("reads module rules in their order, [[rules]] in TOML, and refuses a type wrangler's config does not allow", () => {
+    const file = write(
+      "wrangler.toml",
+      `name = "docs"
+[[rules]]
+type = "Text"
+globs = ["**/*.md"]
+fallthrough = true
+
+[[rules]]
+type = "Data"
+globs = ["**/*.dat", "**/*.raw"]
+`,
+    );
+    expect(readWranglerConfig(file).rules).toEqual([
+      { type: "Text", globs: ["**/*.md"], fallthrough: true, at: "rules[0]" },
+      { type: "Data", globs: ["**/*.dat", "**/*.raw"], at: "rules[1]" },
+    ]);
+    const python = write(
+      "wrangler.json",
+      `{ "name": "py", "rules": [{ "type": "Text", "globs": ["**/*.md"] }, { "type": "PythonModule", "globs": ["**/*.py"] }] }`,
+    );
+    expect(inputErrorOf(() => readWranglerConfig(python)).message).toBe(
+      `${python}: rules[1].type is "PythonModule"; a module rule's type must be one of Text, Data, CompiledWasm, ESModule, CommonJS, as wrangler's config allows`,
+    );
+    const noGlobs = write(
+      "wrangler.json",
+      `{ "name": "g", "rules": [{ "type": "Text", "globs": "**/*.md" }] }`,
+    );
+    expect(inputErrorOf(() => readWranglerConfig(noGlobs)).problem).toBe(
+      "rules[0].globs must be an array of strings",
+    );
+    const fallthrough = write(
+      "wrangler.json",
+      `{ "name": "f", "rules": [{ "type": "Text", "globs": ["**/*.md"], "fallthrough": "yes" }] }`,
+    );
+    expect(inputErrorOf(() => readWranglerConfig(fallthrough)).problem).toBe(
+      "rules[0].fallthrough must be true or false",
+    );
+  });
+
+  it("takes an environment's module rules from the top level unless it sets its own, as wrangler inherits them", () => {
+    const file = write(
+      "wrangler.json",
+      `{
+        "name": "docs",
+        "rules": [{ "type": "Text", "globs": ["**/*.md"] }],
+        "env": { "staging": {}, "qa": { "rules": [{ "type": "Data", "globs": ["**/*.md"] }] } }
+      }`,
+    );
+    expect(readWranglerConfig(file, "staging").rules).toEqual([
+      { type: "Text", globs: ["**/*.md"], at: "rules[0]" },
+    ]);
+    expect(readWranglerConfig(file, "qa").rules).toEqual([
+      { type: "Data", globs: ["**/*.md"], at: "env.qa.rules[0]" },
+    ]);
+  });
+
   it("fills in empty bindings and leaves optional fields out", () => {
     const file = write("wrangler.json", `{ "name": "bare" }`);
     expect(readWranglerConfig(file)).toEqual({

@@ -2,7 +2,7 @@
  * Reads a Worker's wrangler config (`wrangler.jsonc`, `wrangler.json` or `wrangler.toml`) into
  * the fields a check uses: the Worker's name, its entry module, its bindings (vars, D1, KV,
  * service bindings, Durable Objects, queue producers, and those of kinds eutaxy does not
- * simulate), its queue consumers and cron triggers; at the top level, or as one of its
+ * simulate), its queue consumers and cron triggers, its module rules; at the top level, or as one of its
  * environments (`env.<name>`) with wrangler's inheritance. Also reads the local secrets
  * `wrangler dev` reads from beside the config (`.dev.vars`).
  * Fields eutaxy does not use are left alone, so a real project's config loads as it is.
@@ -61,6 +61,20 @@ export interface QueueConsumer {
   readonly maxConcurrency?: number;
 }
 
+/** The types of module a wrangler module rule may give the files it matches. */
+export const MODULE_RULE_TYPES = ["Text", "Data", "CompiledWasm", "ESModule", "CommonJS"] as const;
+export type ModuleRuleType = (typeof MODULE_RULE_TYPES)[number];
+
+/** A module rule of the config (`rules`): an import that matches one of `globs` is a `type` module. */
+export interface ModuleRule {
+  readonly type: ModuleRuleType;
+  readonly globs: readonly string[];
+  /** Whether later rules of the same type still apply (wrangler drops them otherwise). */
+  readonly fallthrough?: boolean;
+  /** Where the config declares it: `rules[0]`, or `env.staging.rules[0]` when the environment sets rules. */
+  readonly at: string;
+}
+
 export interface WorkerConfig {
   /** The config file, absolute. */
   readonly file: string;
@@ -80,6 +94,8 @@ export interface WorkerConfig {
   readonly requiredSecrets?: readonly string[];
   /** `define`: identifiers the bundle replaces with JavaScript expressions, as wrangler's does. */
   readonly define?: Readonly<Record<string, string>>;
+  /** `rules`: the module rules the bundle applies before wrangler's defaults, in their order. */
+  readonly rules?: readonly ModuleRule[];
   readonly d1Databases: readonly D1DatabaseBinding[];
   readonly services: readonly ServiceBinding[];
   readonly kvNamespaces: readonly KvNamespaceBinding[];
@@ -241,6 +257,7 @@ const INHERITABLE = [
   "compatibility_flags",
   "triggers",
   "migrations",
+  "rules",
   "assets",
   "logfwdr",
 ] as const;
@@ -330,6 +347,31 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
       fail(`${keyPath("define")}.${key} must be a string: the JavaScript expression that replaces ${key}`);
     }
   }
+
+  const rules =
+    config.rules === undefined || config.rules === null
+      ? undefined
+      : entries("rules").map((entry, i): ModuleRule => {
+          const at = `${keyPath("rules")}[${i}]`;
+          const type: unknown = entry.type;
+          if (!MODULE_RULE_TYPES.includes(type as ModuleRuleType)) {
+            fail(
+              `${at}.type is ${JSON.stringify(type)}; a module rule's type must be one of ${MODULE_RULE_TYPES.join(", ")}, as wrangler's config allows`,
+            );
+          }
+          const globs: unknown = entry.globs;
+          if (!isStringArray(globs)) fail(`${at}.globs must be an array of strings`);
+          const fallthrough: unknown = entry.fallthrough;
+          if (fallthrough !== undefined && typeof fallthrough !== "boolean") {
+            fail(`${at}.fallthrough must be true or false`);
+          }
+          return {
+            type: type as ModuleRuleType,
+            globs,
+            ...(fallthrough !== undefined ? { fallthrough } : {}),
+            at,
+          };
+        });
 
   const d1Databases = entries("d1_databases").map((entry, i): D1DatabaseBinding => {
     const at = `${keyPath("d1_databases")}[${i}]`;
@@ -480,6 +522,7 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
     compatibilityFlags: flags,
     vars,
     ...(define !== undefined ? { define: define as Record<string, string> } : {}),
+    ...(rules !== undefined ? { rules } : {}),
     ...(required !== undefined ? { requiredSecrets: required } : {}),
     d1Databases,
     services,

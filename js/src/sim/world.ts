@@ -85,7 +85,7 @@ async function loadWorker(
   const config = configPath ? readWranglerConfig(configPath, env) : undefined;
   const name = config?.name ?? "worker";
   const p = prefix(name);
-  const module = await bundleWorker(entry, config?.define);
+  const module = await bundleWorker(entry, config);
   if (config) nodeCompatible(config, module);
   const bindings = new Map<string, BindingSpec>();
   for (const d of config?.d1Databases ?? [])

@@ -10,7 +10,13 @@ import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, type Plugin } from "esbuild";
-import { buildInputError, compiledWasmImports, externalImports, workerBuildOptions } from "../load/bundle.ts";
+import {
+  type BundleConfig,
+  buildInputError,
+  compiledWasmImports,
+  externalImports,
+  workerBuildOptions,
+} from "../load/bundle.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -84,12 +90,9 @@ export interface WorkerCode {
 }
 
 /** Bundles a Worker as `load/bundle.ts` does, for a factory in the workerd script. */
-export async function bundleWorkerCode(
-  entry: string,
-  define: Readonly<Record<string, string>> = {},
-): Promise<WorkerCode> {
+export async function bundleWorkerCode(entry: string, config?: BundleConfig): Promise<WorkerCode> {
   try {
-    const result = await build({ ...workerBuildOptions(entry, define), metafile: true });
+    const result = await build({ ...workerBuildOptions(entry, config), metafile: true });
     return {
       code: result.outputFiles[0]?.text ?? "",
       nodeModules: externalImports(result.metafile).filter((path) => path.startsWith("node:")),

@@ -38,7 +38,7 @@ export async function exploreInWorkerd(exploration: Omit<Exploration, "createEng
   const [host, scenario, workers] = await Promise.all([
     bundleHost(),
     bundleScenarioCode(world.file),
-    Promise.all(world.workers.map((worker) => bundleWorkerCode(worker.entry, worker.config?.define))),
+    Promise.all(world.workers.map((worker) => bundleWorkerCode(worker.entry, worker.config))),
   ]);
   const request: HostRequest = {
     cwd: process.cwd(),
