@@ -287,6 +287,53 @@ describe("bundleWorker", () => {
     expect(matched.instantiate(runtime).default).toEqual({ terms: "terms" });
   });
 
+  it('replaces process.env.NODE_ENV with "production", as wrangler\'s bundle does when it deploys', async () => {
+    const entry = write("worker.ts", "export default { mode: process.env.NODE_ENV };");
+    const compat = {
+      file: join(dir, "wrangler.json"),
+      compatibilityDate: "2025-09-01",
+      compatibilityFlags: ["nodejs_compat"],
+    };
+    expect((await bundleWorker(entry)).instantiate(runtime).default).toEqual({ mode: "production" });
+    expect((await bundleWorker(entry, compat)).instantiate(runtime).default).toEqual({ mode: "production" });
+  });
+
+  it("finds a Node global the Worker puts on the global object itself, as a polyfill's is on workerd", async () => {
+    const entry = write(
+      "worker.ts",
+      `const host = globalThis.clearImmediate;
+       let seen;
+       try {
+         globalThis.clearImmediate = function polyfill() {};
+         seen = [typeof clearImmediate, clearImmediate.name];
+         clearImmediate = function assigned() {};
+         seen.push(globalThis.clearImmediate.name);
+       } finally {
+         globalThis.clearImmediate = host;
+       }
+       let after;
+       try { after = clearImmediate.name; } catch (error) { after = String(error); }
+       export default { seen, after };`,
+    );
+    expect((await bundleWorker(entry)).instantiate(runtime).default).toEqual({
+      seen: ["function", "polyfill", "assigned"],
+      after: "ReferenceError: clearImmediate is not defined",
+    });
+  });
+
+  it("refuses an assignment to an absent Node global, as workerd refuses it in a module", async () => {
+    const entry = write(
+      "worker.ts",
+      `let refused;
+       try { Buffer = 1; } catch (error) { refused = String(error); }
+       export default { refused, host: typeof globalThis.Buffer };`,
+    );
+    expect((await bundleWorker(entry)).instantiate(runtime).default).toEqual({
+      refused: "ReferenceError: Buffer is not defined",
+      host: "function",
+    });
+  });
+
   it("reports a .wasm file that does not exist where the import names it", async () => {
     const entry = write(
       "worker.ts",

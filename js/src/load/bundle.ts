@@ -11,12 +11,16 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import vm from "node:vm";
 import { type BuildOptions, build, type Message, type Metafile, type Plugin } from "esbuild";
 import { InputError } from "../errors.ts";
+import { NODE_GLOBALS, nodeGlobals } from "../sim/compatibility.ts";
 import { simulatedNodeCrypto } from "../sim/node-crypto.ts";
 import {
+  ABSENT_GLOBALS,
   evaluateWorker,
+  FACTORY_PARAMETERS,
   type ModuleFactory,
   NODE_MODULES_SIMULATED,
   refusedNodeModule,
+  TYPEOF_GLOBALS,
 } from "../sim/runtime-modules.ts";
 import { moduleRulesPlugin } from "./module-rules.ts";
 import type { WorkerConfig } from "./wrangler.ts";
@@ -74,12 +78,51 @@ const bareBuiltins: Plugin = {
   },
 };
 
-/** What of a Worker's wrangler config decides how wrangler bundles it. */
-export type BundleConfig = Pick<WorkerConfig, "file" | "define" | "rules">;
+/** What of a Worker's wrangler config decides how it is bundled. */
+export type BundleConfig = Pick<WorkerConfig, "file" | "define" | "rules"> &
+  Partial<Pick<WorkerConfig, "compatibilityDate" | "compatibilityFlags">>;
+
+/**
+ * The identifiers the bundle replaces before the config's own `define`: wrangler's
+ * `process.env.NODE_ENV` ("production" when it deploys, whatever the Worker's flags), and, for a
+ * Worker workerd gives no Node globals, each of them by its stand-in (`ABSENT_GLOBALS`,
+ * sim/runtime-modules.ts). esbuild replaces only the names no declaration in scope binds, and the
+ * longest dotted name first, so `process.env.NODE_ENV` stays a string there too.
+ */
+function builtInDefines(config: BundleConfig | undefined): Record<string, string> {
+  const nodeEnv = JSON.stringify("production");
+  const defines: Record<string, string> = {
+    "process.env.NODE_ENV": nodeEnv,
+    "global.process.env.NODE_ENV": nodeEnv,
+    "globalThis.process.env.NODE_ENV": nodeEnv,
+  };
+  if (!nodeGlobals(config)) for (const name of NODE_GLOBALS) defines[name] = `${ABSENT_GLOBALS}.${name}`;
+  return defines;
+}
+
+/**
+ * `typeof` of an absent Node global's stand-in, as esbuild prints it: the name alone, not a
+ * property or call of it (`typeof Buffer.from` throws on workerd, as reading `Buffer` does).
+ */
+const TYPEOF_ABSENT = new RegExp(
+  `\\btypeof ${ABSENT_GLOBALS}(?=\\.(?:${NODE_GLOBALS.join("|")})(?![\\w$.[(\`]|\\?\\.))`,
+  "g",
+);
+
+/**
+ * The body of a bundled Worker's factory: the bundle with `typeof` of each absent Node global
+ * reading `TYPEOF_GLOBALS`, which answers "undefined" where reading the name throws. esbuild's
+ * `define` replaces `typeof Buffer`'s operand like any other, so this is the one rewrite left to
+ * the printed code; the two names are as long as each other, so no source-map column moves.
+ */
+export function factoryBody(bundle: string): string {
+  return bundle.replace(TYPEOF_ABSENT, `typeof ${TYPEOF_GLOBALS}`);
+}
 
 /**
  * How a Worker entry is bundled, as wrangler bundles it with `config` (the `workerd` conditions,
- * browser fields, the config's `define` and module rules, then wrangler's default rules), for
+ * browser fields, the config's `define` and module rules, then wrangler's default rules; Node's
+ * globals left out where workerd gives the Worker none, see `builtInDefines`), for
  * both runtimes: a CommonJS factory body whose `cloudflare:*` and `node:*` imports and
  * CompiledWasm modules are left to the runtime that instantiates it. A dynamic `import()` becomes
  * a promise of `require`, so the runtime's modules reach it as they reach a static import (Node's
@@ -87,8 +130,8 @@ export type BundleConfig = Pick<WorkerConfig, "file" | "define" | "rules">;
  */
 export function workerBuildOptions(file: string, config?: BundleConfig) {
   return {
-    // The config's `define`, which wrangler hands esbuild as it is.
-    define: { ...config?.define },
+    // The config's `define` over wrangler's own, as wrangler hands them to esbuild.
+    define: { ...builtInDefines(config), ...config?.define },
     entryPoints: [file],
     // Error locations are then relative to the entry's folder; see `buildInputError`.
     absWorkingDir: dirname(file),
@@ -137,7 +180,7 @@ export async function bundleWorker(entry: string, config?: BundleConfig): Promis
   let nodeImports: string[];
   try {
     const result = await build({ ...workerBuildOptions(file, config), sourcemap: "inline", metafile: true });
-    code = result.outputFiles[0]?.text ?? "";
+    code = factoryBody(result.outputFiles[0]?.text ?? "");
     wasmFiles = compiledWasmImports(result.metafile);
     nodeImports = externalImports(result.metafile).filter((path) => path.startsWith("node:"));
   } catch (error) {
@@ -145,7 +188,7 @@ export async function bundleWorker(entry: string, config?: BundleConfig): Promis
   }
   const compiledWasm = new Map(wasmFiles.map((path) => [path, compileWasm(path)]));
   // Compiled once here; each call of the factory below is one fresh evaluation of the module.
-  const factory = new vm.Script(`(function (module, exports, require) {${code}\n})`, {
+  const factory = new vm.Script(`(function (${FACTORY_PARAMETERS.join(", ")}) {${code}\n})`, {
     filename: file,
   }).runInThisContext() as ModuleFactory;
 

@@ -6,6 +6,7 @@
  */
 
 import { InputError } from "../errors.ts";
+import { NODE_GLOBALS } from "./compatibility.ts";
 import { endCheck, notSimulated } from "./globals.ts";
 import { workersModule } from "./workers-module.ts";
 
@@ -47,12 +48,77 @@ export function refusedNodeModule(entry: string, specifier: string): InputError 
   );
 }
 
-/** The CommonJS-shaped function a bundled Worker is compiled into. */
+/**
+ * What the bundle of a Worker that workerd gives no Node globals (`NODE_GLOBALS`, compatibility.ts)
+ * reads in their place: `Buffer` is bundled as `__eutaxy_absent.Buffer`, and `typeof Buffer` as
+ * `typeof __eutaxy_typeof.Buffer` (load/bundle.ts). Both names are the factory's parameters, so
+ * the Worker's code sees workerd's answers on either runtime, while the host around it keeps
+ * Node's globals. The two names are as long as each other, so that rewriting one into the other
+ * moves no column of the bundle's source map.
+ */
+export const ABSENT_GLOBALS = "__eutaxy_absent";
+export const TYPEOF_GLOBALS = "__eutaxy_typeof";
+
+/** The parameters of the function a bundled Worker is compiled into, in order. */
+export const FACTORY_PARAMETERS = ["module", "exports", "require", ABSENT_GLOBALS, TYPEOF_GLOBALS] as const;
+
+/** The CommonJS-shaped function a bundled Worker is compiled into (`FACTORY_PARAMETERS`). */
 export type ModuleFactory = (
   module: { exports: Record<string, unknown> },
   exports: Record<string, unknown>,
   require: (specifier: string) => unknown,
+  absent: object,
+  typeOf: object,
 ) => void;
+
+/** Node's globals as the host has them, before any Worker code runs. */
+const hostGlobals = new Map<string, unknown>(
+  NODE_GLOBALS.map((name) => [name, (globalThis as Record<string, unknown>)[name]]),
+);
+
+/**
+ * The value the Worker has put on the global object under `name` itself (a polyfill's
+ * `globalThis.Buffer = Buffer`), which it then finds under the bare name as it would on
+ * workerd; undefined while the name holds the host's own.
+ */
+function workersOwn(name: string): unknown {
+  const value = (globalThis as Record<string, unknown>)[name];
+  return value === hostGlobals.get(name) ? undefined : value;
+}
+
+/**
+ * The objects behind `ABSENT_GLOBALS` and `TYPEOF_GLOBALS`. Reading or assigning an absent name
+ * throws the ReferenceError workerd throws for a name it does not define (assigning too: a
+ * Worker is an ES module, strict); `typeof` of it answers "undefined". A name the Worker has
+ * given a value of its own on the global object is that value.
+ */
+function absentGlobals(): { absent: object; typeOf: object } {
+  const absent = {};
+  const typeOf = {};
+  for (const name of NODE_GLOBALS) {
+    const notDefined = (caller: (...args: never[]) => unknown): ReferenceError => {
+      const error = new ReferenceError(`${name} is not defined`);
+      // The Worker's own frame first, as where workerd's error points.
+      Error.captureStackTrace?.(error, caller);
+      return error;
+    };
+    Object.defineProperty(absent, name, {
+      get: function read() {
+        const own = workersOwn(name);
+        if (own === undefined) throw notDefined(read);
+        return own;
+      },
+      set: function assign(value: unknown) {
+        if (workersOwn(name) === undefined) throw notDefined(assign);
+        (globalThis as Record<string, unknown>)[name] = value;
+      },
+    });
+    Object.defineProperty(typeOf, name, { get: () => workersOwn(name) });
+  }
+  return { absent: Object.freeze(absent), typeOf: Object.freeze(typeOf) };
+}
+
+const { absent, typeOf } = absentGlobals();
 
 /**
  * The `cloudflare:*` modules for one Worker in one run; `cloudflare:workers`' `env` reads through
@@ -98,7 +164,7 @@ export function evaluateWorker(
   };
   const module = { exports: {} };
   try {
-    factory(module, module.exports, require);
+    factory(module, module.exports, require, absent, typeOf);
   } finally {
     loading = false;
   }

@@ -15,6 +15,7 @@ import {
   buildInputError,
   compiledWasmImports,
   externalImports,
+  factoryBody,
   workerBuildOptions,
 } from "../load/bundle.ts";
 
@@ -94,7 +95,7 @@ export async function bundleWorkerCode(entry: string, config?: BundleConfig): Pr
   try {
     const result = await build({ ...workerBuildOptions(entry, config), metafile: true });
     return {
-      code: result.outputFiles[0]?.text ?? "",
+      code: factoryBody(result.outputFiles[0]?.text ?? ""),
       nodeModules: externalImports(result.metafile).filter((path) => path.startsWith("node:")),
       compiledWasm: compiledWasmImports(result.metafile),
     };

@@ -11,7 +11,7 @@ import type { Readable } from "node:stream";
 import { Miniflare } from "miniflare";
 import { InputError, shown, uncarry } from "../errors.ts";
 import type { CheckResult, Exploration } from "../explore.ts";
-import { NODE_MODULES_SIMULATED } from "../sim/runtime-modules.ts";
+import { FACTORY_PARAMETERS, NODE_MODULES_SIMULATED } from "../sim/runtime-modules.ts";
 import type { World } from "../sim/world.ts";
 import {
   bundleHost,
@@ -168,7 +168,7 @@ function mainScript(workers: readonly WorkerCode[], wasmFiles: readonly string[]
     ...wasmFiles.map((_, i) => `import __eutaxy_wasm_${i} from "./${compiledWasmModule(i)}";`),
   ];
   workers.forEach((worker, i) => {
-    lines.push(`function __eutaxy_worker_${i}(module, exports, require) {\n${worker.code}\n}`);
+    lines.push(`function __eutaxy_worker_${i}(${FACTORY_PARAMETERS.join(", ")}) {\n${worker.code}\n}`);
   });
   // `require` of a builtin answers its module object, as Node's does: the default export.
   const nodeModules = specifiers.map(
