@@ -135,7 +135,26 @@ describe("what a Worker reaches for", () => {
     const error = await failure(file);
     expect(error).toBeInstanceOf(InputError);
     expect((error as InputError).problem).toMatch(
-      /imports node:crypto, which Cloudflare provides only with the nodejs_compat compatibility flag, and this config does not set it/,
+      /imports node:crypto, which Cloudflare provides only with the nodejs_compat compatibility flag \(on by default from the 2026-08-04 compatibility date\), and this config does not set it/,
+    );
+  });
+
+  it("node: modules with a compatibility date that turns Node.js compatibility on, unless both flags turn it off", async () => {
+    const hash = 'return new Response(createHash("sha256").update("x").digest("hex") + typeof Buffer);';
+    const imports = 'import { createHash } from "node:crypto";';
+    const byDate = { compatibility_date: "2026-09-01", compatibility_flags: [] };
+    const result = (await check(
+      scenario(hash, "(s) => s.responses.every((r) => r.status === 200)", imports, byDate),
+    )) as CheckResult;
+    expect(result.verdict).toBe("BOUNDED");
+    const off = {
+      compatibility_date: "2026-09-01",
+      compatibility_flags: ["no_nodejs_compat", "no_nodejs_compat_v2"],
+    };
+    const error = await failure(scenario(hash, "() => true", imports, off));
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toMatch(
+      /imports node:crypto, .* and this config turns it off with no_nodejs_compat$/,
     );
   });
 

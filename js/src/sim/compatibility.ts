@@ -8,10 +8,27 @@ import type { WorkerConfig } from "../load/wrangler.ts";
 /** The compatibility settings of a Worker; absent for a Worker without a wrangler config. */
 type Compatibility = Partial<Pick<WorkerConfig, "compatibilityDate" | "compatibilityFlags">> | undefined;
 
-/** Whether the Worker has Node.js compatibility (`nodejs_compat`, or its `_v2`). */
+/**
+ * The compatibility date from which workerd turns `nodejs_compat` and `nodejs_compat_v2` on by
+ * default (Cloudflare's changelog, "Node.js compatibility is now enabled by default"): a Worker
+ * on that date or later has both unless it opts out with `no_nodejs_compat` and
+ * `no_nodejs_compat_v2`, each flag keeping its own default.
+ */
+const NODEJS_COMPAT_BY_DEFAULT = "2026-08-04";
+
+/** Whether the Worker's compatibility date turns on `flag` by default, and it does not opt out. */
+function onByDefault(config: Compatibility, flag: "nodejs_compat" | "nodejs_compat_v2"): boolean {
+  const flags = config?.compatibilityFlags ?? [];
+  return (config?.compatibilityDate ?? "") >= NODEJS_COMPAT_BY_DEFAULT && !flags.includes(`no_${flag}`);
+}
+
+/**
+ * Whether the Worker has Node.js compatibility: `nodejs_compat` or its `_v2`, named or on by
+ * its compatibility date (v2 implies the first).
+ */
 export function nodejsCompat(config: Compatibility): boolean {
   const flags = config?.compatibilityFlags ?? [];
-  return flags.includes("nodejs_compat") || flags.includes("nodejs_compat_v2");
+  return flags.includes("nodejs_compat") || onByDefault(config, "nodejs_compat") || nodeGlobals(config);
 }
 
 /**
@@ -25,13 +42,14 @@ export const NODE_GLOBALS = ["Buffer", "process", "global", "setImmediate", "cle
 /**
  * Whether workerd gives the Worker `NODE_GLOBALS`: with `nodejs_compat_v2`, or with
  * `nodejs_compat` and a compatibility date from 2024-09-23 (when `nodejs_compat` implies v2,
- * Cloudflare's "Compatibility flags"), unless `no_nodejs_compat_v2` holds v2 back. With
- * `nodejs_compat` alone before that date, `node:` modules import but the globals are absent, as
- * workerd answers.
+ * Cloudflare's "Compatibility flags"), or a date from 2026-08-04 (when v2 is on by default),
+ * unless `no_nodejs_compat_v2` holds v2 back. With `nodejs_compat` alone before 2024-09-23,
+ * `node:` modules import but the globals are absent, as workerd answers.
  */
 export function nodeGlobals(config: Compatibility): boolean {
   const flags = config?.compatibilityFlags ?? [];
   if (flags.includes("nodejs_compat_v2")) return true;
-  if (!flags.includes("nodejs_compat") || flags.includes("no_nodejs_compat_v2")) return false;
-  return (config?.compatibilityDate ?? "") >= "2024-09-23";
+  if (flags.includes("no_nodejs_compat_v2")) return false;
+  if (onByDefault(config, "nodejs_compat_v2")) return true;
+  return flags.includes("nodejs_compat") && (config?.compatibilityDate ?? "") >= "2024-09-23";
 }

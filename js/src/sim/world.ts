@@ -132,8 +132,9 @@ function varsOf(config: WorkerConfig, bindings: ReadonlyMap<string, BindingSpec>
 }
 
 /**
- * Cloudflare provides `node:*` modules only to a Worker with the `nodejs_compat` compatibility
- * flag (`nodejs_als` gives `node:async_hooks` alone): without it, workerd refuses to load the
+ * Cloudflare provides `node:*` modules only to a Worker with Node.js compatibility (the
+ * `nodejs_compat` flag, or a compatibility date that turns it on; `nodejs_als` gives
+ * `node:async_hooks` alone): without it, workerd refuses to load the
  * Worker (`No such module "node:crypto"`), so eutaxy must not run it as if it loaded.
  */
 function nodeCompatible(config: WorkerConfig, module: WorkerModule): void {
@@ -143,13 +144,14 @@ function nodeCompatible(config: WorkerConfig, module: WorkerModule): void {
     (m) => !(m === "node:async_hooks" && flags.includes("nodejs_als")),
   );
   if (missing.length === 0) return;
-  const where =
-    config.env === undefined
-      ? "this config does not set it"
-      : `its environment ${config.env} does not set it`;
+  const optedOut = flags.includes("no_nodejs_compat");
+  const where = config.env === undefined ? "this config" : `its environment ${config.env}`;
+  const why = optedOut
+    ? `${where} turns it off with no_nodejs_compat`
+    : `${where} does not set it (add "nodejs_compat" to compatibility_flags)`;
   throw new InputError(
     config.file,
-    `the Worker ${shown(module.entry)} imports ${missing.join(", ")}, which Cloudflare provides only with the nodejs_compat compatibility flag, and ${where} (add "nodejs_compat" to compatibility_flags)`,
+    `the Worker ${shown(module.entry)} imports ${missing.join(", ")}, which Cloudflare provides only with the nodejs_compat compatibility flag (on by default from the 2026-08-04 compatibility date), and ${why}`,
   );
 }
 
