@@ -292,15 +292,23 @@ impl Tree {
     }
 
     /// How much of the tree the runs so far have covered, as a fraction, assuming sibling
-    /// subtrees are alike (Knuth's estimate along the current path). Scheduling choices count
-    /// every awake option, so with reduction this overestimates what remains.
+    /// subtrees are alike (Knuth's estimate along the current path). At a scheduling choice it
+    /// counts the options the search knows it must run: those done, the one under way, and
+    /// those race analysis has put in the backtrack set (every awake option without
+    /// reduction). Races found later add options, so with reduction this may read less of the
+    /// tree than remains; counting every awake option instead read several times too much on
+    /// trees that reduction keeps small.
     pub fn progress(&self) -> f64 {
         let mut weight = 1.0;
         let mut progress = 0.0;
         for node in &self.path {
             let (completed, total) = match &node.choice {
                 Some(choice) => {
-                    let open = |i: usize| node.allowed[i] && !choice.asleep[i];
+                    let open = |i: usize| {
+                        node.allowed[i]
+                            && !choice.asleep[i]
+                            && (choice.done[i] || choice.backtrack[i] || i == node.chosen)
+                    };
                     let total = (0..node.alternatives).filter(|&i| open(i)).count();
                     let completed = (0..node.alternatives)
                         .filter(|&i| open(i) && choice.done[i])

@@ -442,11 +442,12 @@ fn auto_switches_to_pct_when_the_tree_is_too_large() {
         read_then_write("accounts"),
         read_then_write("accounts"),
     ];
+    // A tree of 1,120 runs, explored with a budget of 30: far more than it covers.
     let mut config = config(3, 2, 0);
     config.strategy = StrategyKind::Auto;
-    config.runs_max = 100;
+    config.runs_max = 30;
     let (runs, verdict) = explore(effects.clone(), config.clone(), true);
-    assert_eq!(runs.len(), 100);
+    assert_eq!(runs.len(), 30);
     let Verdict::Incomplete {
         strategy: StrategyName::Pct,
         switched_after_runs: Some(switched),
@@ -457,7 +458,7 @@ fn auto_switches_to_pct_when_the_tree_is_too_large() {
         panic!("expected auto to switch to PCT, got {verdict:?}");
     };
     // Judged once two thirds of the runs are spent.
-    assert_eq!(switched, 67);
+    assert_eq!(switched, 20);
     assert!(distinct_schedules > switched, "{distinct_schedules}");
     // A tree that fits stays exhaustive and is BOUNDED.
     config.runs_max = 100_000;
@@ -592,5 +593,35 @@ fn auto_keeps_searching_a_tree_the_budget_covers_and_samples_one_it_cannot() {
             }
         ),
         "{beyond:?}"
+    );
+}
+
+#[test]
+fn auto_keeps_searching_a_tree_a_little_larger_than_the_budget_covers() {
+    // 58 runs with a budget of 43: the depth-first search cannot finish, but sampling the last
+    // third would not make it BOUNDED either, and where the budget is time, a run-rate that
+    // picks up can still finish it. An estimate of a few times the budget is not far enough.
+    let effects = vec![check_then_insert(), check_then_insert()];
+    let mut config = config(2, 2, 0);
+    config.events.truncate(2);
+    let (runs, exhaustive) = explore(effects.clone(), config.clone(), true);
+    assert!(
+        matches!(exhaustive, Verdict::Bounded { .. }),
+        "{exhaustive:?}"
+    );
+    assert_eq!(runs.len(), 58);
+    config.strategy = StrategyKind::Auto;
+    config.runs_max = 43;
+    let (_, verdict) = explore(effects, config, true);
+    assert!(
+        matches!(
+            verdict,
+            Verdict::Incomplete {
+                strategy: StrategyName::Exhaustive,
+                switched_after_runs: None,
+                ..
+            }
+        ),
+        "{verdict:?}"
     );
 }
