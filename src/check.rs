@@ -269,6 +269,12 @@ impl Check {
         self.databases.open(db)
     }
 
+    /// `d1_open`, with how traces name the database (`DO Room "lobby" SQL`) in place of
+    /// `D1 <db>`.
+    pub fn d1_open_labeled(&mut self, db: &str, label: &str) -> Result<()> {
+        self.databases.open_labeled(db, Some(label))
+    }
+
     pub fn d1_exists(&self, db: &str) -> bool {
         self.databases.contains(db)
     }
@@ -721,7 +727,8 @@ impl Check {
                 Err(e) => format!("error: {e}"),
             };
             format!(
-                "  D1 {db}: {}{} -> {outcome}",
+                "  {}: {}{} -> {outcome}",
+                self.databases.shown(db),
                 one_line(sql),
                 describe_params(params)
             )
@@ -757,7 +764,8 @@ impl Check {
                     Err(e) => format!("rolled back: {e}"),
                 };
                 format!(
-                    "  D1 {db} batch[{i}]: {}{} -> {outcome}",
+                    "  {} batch[{i}]: {}{} -> {outcome}",
+                    self.databases.shown(db),
                     one_line(&statement.sql),
                     describe_params(&statement.params)
                 )
@@ -786,7 +794,11 @@ impl Check {
                 Ok(count) => format!("{count} statements"),
                 Err(e) => format!("error: {e}"),
             };
-            format!("  D1 {db} exec: {} -> {outcome}", one_line(sql))
+            format!(
+                "  {} exec: {} -> {outcome}",
+                self.databases.shown(db),
+                one_line(sql)
+            )
         });
         result
     }

@@ -286,6 +286,9 @@ struct Database {
     /// Whether the current run executes inside the outer transaction `restore` rolls back.
     in_run_transaction: bool,
     size: SizeCache,
+    /// How traces name the database, when the host named it (`DO Room "lobby" SQL` for a
+    /// Durable Object's storage); `D1 <name>` otherwise.
+    label: Option<String>,
 }
 
 /// Whose SQL a statement is: a Worker's, which runs as D1 (or a Durable Object's SQL storage)
@@ -344,6 +347,7 @@ impl Database {
             rollback_safe: false,
             in_run_transaction: false,
             size: SizeCache::default(),
+            label: None,
         }
     }
 
@@ -516,7 +520,16 @@ impl Databases {
     /// Opens a database; opening it again is harmless. Before `seal` it is set up and sealed
     /// with the others; after, it starts empty and lasts until the run ends.
     pub fn open(&mut self, name: &str) -> Result<()> {
-        if self.databases.contains_key(name) {
+        self.open_labeled(name, None)
+    }
+
+    /// `open`, with how traces name the database (see `Database::label`); a label given when
+    /// the database is already open replaces its own.
+    pub fn open_labeled(&mut self, name: &str, label: Option<&str>) -> Result<()> {
+        if let Some(database) = self.databases.get_mut(name) {
+            if let Some(label) = label {
+                database.label = Some(label.to_string());
+            }
             return Ok(());
         }
         let cannot =
@@ -529,9 +542,18 @@ impl Databases {
             .execute_batch("PRAGMA page_size = 4096")
             .map_err(cannot)?;
         enforce_foreign_keys(&connection).map_err(cannot)?;
-        self.databases
-            .insert(name.to_string(), Database::new(connection, None));
+        let mut database = Database::new(connection, None);
+        database.label = label.map(str::to_string);
+        self.databases.insert(name.to_string(), database);
         Ok(())
+    }
+
+    /// How traces name database `name`: the label the host gave it, else `D1 <name>`.
+    pub fn shown(&self, name: &str) -> String {
+        match self.databases.get(name).and_then(|d| d.label.as_deref()) {
+            Some(label) => label.to_string(),
+            None => format!("D1 {name}"),
+        }
     }
 
     /// Runs a setup script (schema and seed rows). An error names the statement, counting
@@ -1367,6 +1389,18 @@ mod tests {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
         assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
+
+    #[test]
+    fn traces_name_a_database_by_its_label_or_as_d1() {
+        let mut databases = sealed();
+        assert_eq!(databases.shown("DB"), "D1 DB");
+        databases
+            .open_labeled("do:Room:ab12", Some("DO Room \"lobby\" SQL"))
+            .unwrap();
+        // Opening it again without a label keeps the one it has.
+        databases.open("do:Room:ab12").unwrap();
+        assert_eq!(databases.shown("do:Room:ab12"), "DO Room \"lobby\" SQL");
     }
 
     #[test]

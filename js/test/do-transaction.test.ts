@@ -21,6 +21,12 @@ describe("a Durable Object's storage.transaction()", () => {
     const bare = violated(await check(fixture("transfer.bare.sim.ts")));
     expect(bare.message).toBe("the accounts hold 70, but 100 was deposited");
     expect(bare.faults).toMatchObject([{ kind: "crash_before", invocation: "req-1#1/0", effect: 0 }]);
+    // The object's SQL is shown as the object's, not as a D1 database's.
+    expect(bare.trace).toContainEqual(
+      expect.stringMatching(
+        /^ +DO Bank "main" SQL: UPDATE accounts SET balance = balance - \? WHERE id = 'ada'/,
+      ),
+    );
   });
 
   it("says so when a call back into the object waits for the transaction that waits for it", async () => {

@@ -39,9 +39,11 @@ export class ObjectStore {
   /** Savepoints of asynchronous transactions open now, outermost first. */
   private readonly savepoints: Savepoint[] = [];
 
+  /** `label`: how traces name the store, once an object's run opens it (`DO Room "lobby" SQL`). */
   constructor(
     private readonly engine: StoreEngine,
     readonly name: string,
+    private readonly label?: string,
   ) {}
 
   /** The object's own SQL (`ctx.storage.sql`), shown in the trace as it ran. */
@@ -125,7 +127,7 @@ export class ObjectStore {
 
   private open(): void {
     if (this.opened) return;
-    if (!this.engine.d1Exists(this.name)) this.engine.d1Open(this.name);
+    if (!this.engine.d1Exists(this.name)) this.engine.d1Open(this.name, this.label);
     this.opened = true;
   }
 }
