@@ -269,7 +269,7 @@ impl Check {
         self.databases.open(db)
     }
 
-    /// `d1_open`, with how traces name the database (`DO Room "lobby" SQL`) in place of
+    /// `d1_open`, with how traces name the database (`DO:Room/"lobby" SQL`) in place of
     /// `D1 <db>`.
     pub fn d1_open_labeled(&mut self, db: &str, label: &str) -> Result<()> {
         self.databases.open_labeled(db, Some(label))

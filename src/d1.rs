@@ -286,7 +286,7 @@ struct Database {
     /// Whether the current run executes inside the outer transaction `restore` rolls back.
     in_run_transaction: bool,
     size: SizeCache,
-    /// How traces name the database, when the host named it (`DO Room "lobby" SQL` for a
+    /// How traces name the database, when the host named it (`DO:Room/"lobby" SQL` for a
     /// Durable Object's storage); `D1 <name>` otherwise.
     label: Option<String>,
 }
@@ -1396,11 +1396,11 @@ mod tests {
         let mut databases = sealed();
         assert_eq!(databases.shown("DB"), "D1 DB");
         databases
-            .open_labeled("do:Room:ab12", Some("DO Room \"lobby\" SQL"))
+            .open_labeled("do:Room:ab12", Some("DO:Room/\"lobby\" SQL"))
             .unwrap();
         // Opening it again without a label keeps the one it has.
         databases.open("do:Room:ab12").unwrap();
-        assert_eq!(databases.shown("do:Room:ab12"), "DO Room \"lobby\" SQL");
+        assert_eq!(databases.shown("do:Room:ab12"), "DO:Room/\"lobby\" SQL");
     }
 
     #[test]

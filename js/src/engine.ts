@@ -245,7 +245,7 @@ export interface D1SetupError extends Error {
  * starts empty and is dropped at the next `nextRun`. Opening an open database does nothing.
  */
 export interface Engine {
-  /** `label` is how traces name the database (`DO Room "lobby" SQL`), `D1 <db>` without one. */
+  /** `label` is how traces name the database (`DO:Room/"lobby" SQL`), `D1 <db>` without one. */
   d1Open(db: string, label?: string): void;
   d1Exists(db: string): boolean;
   /**

@@ -24,7 +24,7 @@ describe("a Durable Object's storage.transaction()", () => {
     // The object's SQL is shown as the object's, not as a D1 database's.
     expect(bare.trace).toContainEqual(
       expect.stringMatching(
-        /^ +DO Bank "main" SQL: UPDATE accounts SET balance = balance - \? WHERE id = 'ada'/,
+        /^ +DO:Bank\/"main" SQL: UPDATE accounts SET balance = balance - \? WHERE id = 'ada'/,
       ),
     );
   });

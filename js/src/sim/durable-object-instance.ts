@@ -64,7 +64,7 @@ export function slotOf(
     slot = {
       namespace,
       id,
-      store: new ObjectStore(run.engine, store, `DO ${namespace.className} ${shortId(id)} SQL`),
+      store: new ObjectStore(run.engine, store, `DO:${namespace.className}/${shortId(id)} SQL`),
       live: undefined,
       runningAlarm: undefined,
     };

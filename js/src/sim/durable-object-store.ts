@@ -39,7 +39,7 @@ export class ObjectStore {
   /** Savepoints of asynchronous transactions open now, outermost first. */
   private readonly savepoints: Savepoint[] = [];
 
-  /** `label`: how traces name the store, once an object's run opens it (`DO Room "lobby" SQL`). */
+  /** `label`: how traces name the store, once an object's run opens it (`DO:Room/"lobby" SQL`, as its storage calls are named). */
   constructor(
     private readonly engine: StoreEngine,
     readonly name: string,
