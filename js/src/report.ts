@@ -108,6 +108,11 @@ function interleaving(result: Extract<CheckResult, { verdict: "VIOLATED" }>): st
     if (step.kind === "other" && step.invocation && TIMER_FIRED.test(step.text)) {
       return [`${step.invocation} ${step.text}`];
     }
+    // A client's answer, so that what an invocation does after it (its ctx.waitUntil work)
+    // reads as coming after it.
+    if (step.kind === "outcome" && step.what === "answered") {
+      return [`${step.invocation} answered ${step.detail.split(" ")[0]}`];
+    }
     return [];
   });
   const shown = steps.slice(0, INTERLEAVING_LINES_MAX).map((step) => `  ${step}`);

@@ -58,6 +58,10 @@ describe("a check-then-insert race in D1 (examples/signup-race)", () => {
       "Steps in the order they ran:\n  deliver req-1#1\n  req-1#1 effect #0 (D1:DB first)",
     );
     expect(report).toContain("no faults: the events alone break it");
+    // Each answer is a step too, after the insert its request made.
+    const listed = report.slice(report.indexOf("Steps in the order they ran:")).split("\n");
+    const answered = listed.findIndex((line) => /^ {2}req-\d#1 answered 201$/.test(line));
+    expect(answered).toBeGreaterThan(listed.findIndex((line) => line.includes("(D1:DB run)")));
   });
 
   it("replays from its run seed, interleaving and all", async () => {
