@@ -228,6 +228,19 @@ describe("every example's page", () => {
   }
 });
 
+describe("a race's page", () => {
+  it("tells the order in which the deliveries' calls interleaved", async () => {
+    const page = text(renderHtml(await violated("signup-race/signup.sim.ts")));
+    expect(page).toContain(
+      "The calls of different deliveries interleave, in this order: req-1#1 D1:DB first, req-2#1 D1:DB first, req-2#1 D1:DB run, req-1#1 D1:DB run.",
+    );
+  });
+
+  it("says nothing of an order when one delivery's calls follow another's", async () => {
+    expect(text(renderHtml(await violated("d1-transfer/transfer.sim.ts")))).not.toContain("interleave");
+  });
+});
+
 describe("pages without a counterexample", () => {
   it("BOUNDED says what was covered", async () => {
     const result = await check(join(examples, "service-binding/checkout.fixed.sim.ts"));

@@ -24,10 +24,19 @@ interface Item {
   end: string;
 }
 
+/** Calls named at most in the sentence that gives the order in which interleaved calls ran. */
+const ORDER_MAX = 12;
+
 export function renderStory(steps: readonly Step[], culprits: Culprits | undefined, broke: string): string {
   const items: (Item | string)[] = [];
   const open = new Map<string, Item>();
+  // Each delivery's calls in the order they ran, whoever made them: the sentences above tell
+  // each delivery's calls apart, which hides the order a race needs.
+  const order: { readonly root: string; readonly label: string }[] = [];
   for (const step of steps) {
+    if (step.kind === "effect" && order.length <= ORDER_MAX) {
+      order.push({ root: step.invocation.split("/")[0] ?? "", label: step.label });
+    }
     if (items.length > ITEMS_MAX) break;
     const root = "invocation" in step ? (step.invocation.split("/")[0] ?? "") : "";
     const item = open.get(root);
@@ -113,6 +122,25 @@ export function renderStory(steps: readonly Step[], culprits: Culprits | undefin
     return `<li>${item.head} ${calls}${wrote}${item.end ? `; ${item.end}` : ""}.</li>`;
   });
   if (items.length > ITEMS_MAX) lines.push("<li>… (the rest is in the diagram)</li>");
+  if (interleaved(order.map((o) => o.root))) {
+    const shown = order.slice(0, ORDER_MAX).map((o) => `${esc(o.root)} <code>${esc(o.label)}</code>`);
+    const more = order.length > ORDER_MAX ? ", …" : "";
+    lines.push(
+      `<li>The calls of different deliveries interleave, in this order: ${shown.join(", ")}${more}.</li>`,
+    );
+  }
   if (broke) lines.push(`<li class="broke">${broke}</li>`);
   return `<ol class="story">${lines.join("\n")}</ol>`;
+}
+
+/** Whether some delivery made a call, another delivery one, and the first one again. */
+function interleaved(roots: readonly string[]): boolean {
+  const done = new Set<string>();
+  for (let i = 1; i < roots.length; i++) {
+    const previous = roots[i - 1] as string;
+    if (roots[i] === previous) continue;
+    done.add(previous);
+    if (done.has(roots[i] as string)) return true;
+  }
+  return false;
 }
