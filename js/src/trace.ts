@@ -258,7 +258,7 @@ export function renderTrace(trace: readonly string[]): string {
         );
         break;
       case "other":
-        if (step.invocation !== undefined) at(enter(step.invocation), step.text);
+        if (step.invocation !== undefined) at(enter(step.invocation), `${who(step.invocation)}${step.text}`);
         else if (inEffect) line(depthNow + 1, step.text);
         else {
           // A fact of no invocation's, such as a message sent from outside the scenario.

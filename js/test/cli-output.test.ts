@@ -433,6 +433,31 @@ describe("an interleaved run, step by step", () => {
       "  req-1#1 answered 200 ok",
     ]);
   });
+
+  it("names the invocation of every line about one, such as a call that failed when its object reset", () => {
+    const text = renderTrace([
+      "deliver req-1#1",
+      "req-1#1 effect #0 DO:SHOW book: proceed",
+      "schedule: 2 pending, took deliver req-2#1",
+      "deliver req-2#1",
+      "req-2#1 effect #0 DO:SHOW book: transient_error",
+      'Durable Object Show "opening-night" reset (a transient fault at the call book): its in-memory state is gone',
+      "req-1#1 effect #0 failed: Error: Durable Object reset because its code was updated.",
+      "req-1#1/0 runs on, no longer the object's: its storage calls fail from now on",
+    ]);
+    expect(text.split("\n")).toEqual([
+      "deliver req-1#1",
+      "  req-1#1 effect #0 DO:SHOW book: proceed",
+      "",
+      "deliver req-2#1",
+      "  req-2#1 effect #0 DO:SHOW book: reset (fault)",
+      '    Durable Object Show "opening-night" reset (a transient fault at the call book): its in-memory state is gone',
+      "",
+      "  req-1#1 effect #0 failed: Error: Durable Object reset because its code was updated.",
+      "    req-1#1/0, hosted by req-1#1 effect #0",
+      "      req-1#1/0 runs on, no longer the object's: its storage calls fail from now on",
+    ]);
+  });
 });
 
 describe("--help", () => {
