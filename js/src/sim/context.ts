@@ -83,6 +83,12 @@ export interface RunContext {
    * RPC boundary, or with `Network connection lost.` when it dies.
    */
   host(caller: Invocation, effect: number, call: InvocationCall): Promise<unknown>;
+  /**
+   * `invocation` dies now, as a crash kills it (its parked effects never run, its callees die
+   * with it): for one whose Durable Object instance went down under it. `why` follows "died" in
+   * the trace (`with its Durable Object instance`).
+   */
+  die(invocation: Invocation, why?: string): void;
   /** Runs `call` as top-level invocation `id`, drives it to its end, and says how it ended. */
   deliver(id: string, call: InvocationCall): Promise<Outcome>;
   /** Queues platform work to run after the current event's deliveries. */

@@ -1,8 +1,15 @@
 /**
  * The object's side of a Durable Object: one instance per object per run (kept in `run.memo`),
  * constructed `new Class(ctx, env)` inside the invocation of its first call; its `ctx`; resets
- * that discard it; and the delivery of its alarms. The caller's side (namespace, ids, stubs) is
- * in durable-objects.ts, whose header states the model.
+ * that discard it, and end the calls in flight on it; and the delivery of its alarms. The
+ * caller's side (namespace, ids, stubs) is in durable-objects.ts, whose header states the model.
+ *
+ * Sources for what a reset does to the old instance: Cloudflare's "Known issues" (one instance at
+ * a time; an event of an instance that is no longer current gets an exception from storage);
+ * workerd's `Worker::Actor::abort` and `IoContext::abort` (every request of an aborted object
+ * fails with the error, and none of its code runs again), `ActorSqlite::shutdown` (storage broken
+ * with the reset's exception, no commit after it) and its input gate (calls waiting at a broken
+ * gate fail with its error).
  */
 
 import { InputError, shown } from "../errors.ts";
@@ -15,7 +22,7 @@ import type { EffectScope } from "./effect-scope.ts";
 import { buildEnv } from "./env.ts";
 import { real } from "./globals.ts";
 import type { Invocation } from "./invocation.ts";
-import { resettingObject } from "./rpc-errors.ts";
+import { anew, lostConnection, resettingObject, rethrownOverRpc } from "./rpc-errors.ts";
 import type { DurableObjectNamespace } from "./world.ts";
 
 /** The first delivery of an alarm and its retries (docs: "up to 6 retries"). */
@@ -34,6 +41,31 @@ interface LiveObject {
   readonly blockers: Set<Promise<unknown>>;
   /** Invocations in the middle of a call on this instance; one that dies takes the instance. */
   readonly serving: Set<Invocation>;
+  /**
+   * Set when the instance is reset: it is no longer the object, and its storage fails every
+   * call it makes from then on with this error.
+   */
+  gone: Error | undefined;
+  /** Rejects with a copy of `gone` when the instance is reset, waking the calls waiting at its gate. */
+  readonly ended: Promise<never>;
+  readonly end: (error: Error) => void;
+}
+
+/**
+ * How a reset ends the calls in flight on the instance it discards (Cloudflare keeps at most one
+ * instance of an object: none of them may go on as the object beside the next one).
+ */
+export interface Abandon {
+  /** The error each call in flight gets, and the old instance's storage fails its calls with. */
+  readonly error: () => Error;
+  /**
+   * Whether the invocations serving those calls die with the instance: when its isolate is gone
+   * (an invocation of it died) or the runtime aborted it (`ctx.abort()`, a failed
+   * `blockConcurrencyWhile`). Otherwise (a code update) they run on unheard.
+   */
+  readonly kill: boolean;
+  /** The invocation whose own code reset the object: it gets the error as its code's exception. */
+  readonly by?: Invocation | undefined;
 }
 
 /** One object in one run: its identity, its store, its live instance if any. */
@@ -84,7 +116,10 @@ export async function serveCall(
   serve: (instance: Instance) => unknown,
 ): Promise<unknown> {
   const live = liveObject(run, slot, invocation);
-  for (let i = 0; live.blockers.size > 0; i++) {
+  for (let i = 0; live.blockers.size > 0 || live.gone; i++) {
+    // Reset while the call waited at its gate: the call never reaches the old instance (its
+    // caller has had the reset's error already, unless its own code reset the object).
+    if (live.gone) throw resettingObject(anew(live.gone));
     if (i >= BLOCKERS_PER_CALL_MAX) {
       throw new Error(
         `eutaxy waits for at most ${BLOCKERS_PER_CALL_MAX} blockConcurrencyWhile callbacks per call`,
@@ -93,7 +128,7 @@ export async function serveCall(
     // Every callback that holds the object now; a rejected one fails this call too.
     invocation.waitingFor = `Durable Object ${slot.namespace.className} ${shortId(slot.id)}`;
     try {
-      await Promise.all(live.blockers);
+      await Promise.race([Promise.all(live.blockers), live.ended]);
     } finally {
       invocation.waitingFor = undefined;
     }
@@ -112,18 +147,28 @@ export async function serveCall(
 }
 
 function liveObject(run: RunContext, slot: ObjectSlot, invocation: Invocation): LiveObject {
-  const current = slot.live;
-  if (current && [...current.serving].some((other) => !other.live)) {
-    reset(run, slot, "an invocation it was serving died");
-  }
   const existing = slot.live;
   if (existing?.instance) {
-    existing.serving.add(invocation);
+    serveOn(run, slot, existing, invocation);
     return existing;
   }
   const Class = objectClass(run, slot.namespace);
-  const live: LiveObject = { instance: undefined, blockers: new Set(), serving: new Set([invocation]) };
+  let end: (error: Error) => void = () => {};
+  const ended = new Promise<never>((_resolve, reject) => {
+    end = reject;
+  });
+  // Nothing need wait for it: it only wakes calls waiting at the gate.
+  ended.catch(() => {});
+  const live: LiveObject = {
+    instance: undefined,
+    blockers: new Set(),
+    serving: new Set(),
+    gone: undefined,
+    ended,
+    end,
+  };
   slot.live = live;
+  serveOn(run, slot, live, invocation);
   try {
     const state = new SimDurableObjectState(run, slot, live);
     live.instance = new Class(state, objectEnv(run, slot.namespace)) as Instance;
@@ -173,13 +218,48 @@ function objectEnv(run: RunContext, namespace: DurableObjectNamespace): Env {
   return buildEnv(run, namespace.worker, scope);
 }
 
-/** The live instance is gone; the next call constructs a fresh one. Storage is untouched. */
-export function reset(run: RunContext, slot: ObjectSlot, why: string): void {
-  if (!slot.live) return;
+/**
+ * `invocation` serves a call on `live`. If it dies before the call is over, the instance goes
+ * with it (the isolate holding its memory is gone), and so do the other calls in flight on it.
+ */
+function serveOn(run: RunContext, slot: ObjectSlot, live: LiveObject, invocation: Invocation): void {
+  live.serving.add(invocation);
+  invocation.whenDead(() => {
+    if (slot.live !== live || !live.serving.has(invocation)) return;
+    reset(run, slot, `${invocation.id}, which it was serving, died`, { error: lostConnection, kill: true });
+  });
+}
+
+/**
+ * The live instance is gone; the next call constructs a fresh one. Storage keeps what was
+ * committed, and nothing the old instance does reaches it any more:
+ * - its storage fails every call from now on with the abandon's error (Cloudflare's Known
+ *   issues: an event of an instance that is no longer current "will receive an exception" when
+ *   it accesses storage), and a `transaction()` it has open is rolled back, uncommitted;
+ * - every call in flight on it fails with that error, those waiting at its gate too, and the
+ *   invocations serving them die with it or run on unheard (`Abandon.kill`).
+ */
+export function reset(run: RunContext, slot: ObjectSlot, why: string, abandon: Abandon): void {
+  const live = slot.live;
+  if (!live) return;
   slot.live = undefined;
+  const error = abandon.error();
+  live.gone = error;
+  live.end(resettingObject(anew(error)));
+  slot.store.abandonSavepoints();
   run.trace(
     `Durable Object ${slot.namespace.className} ${shortId(slot.id)} reset (${why}): its in-memory state is gone`,
   );
+  const abandoned = [...live.serving].filter((invocation) => invocation !== abandon.by && invocation.live);
+  // Every caller hears of the reset before any of the invocations dies (which would fail its call
+  // as a lost connection instead).
+  for (const invocation of abandoned) invocation.orphan(anew(error));
+  for (const invocation of abandoned) {
+    if (abandon.kill) run.die(invocation, "with its Durable Object instance");
+    else if (run.tracing) {
+      run.trace(`${invocation.id} runs on, no longer the object's: its storage calls fail from now on`);
+    }
+  }
 }
 
 function shortId(id: SimDurableObjectId): string {
@@ -217,6 +297,7 @@ class SimDurableObjectState {
           return result;
         },
         onAbandon: (callback) => run.current?.whenDead(callback),
+        gone: () => (live.gone ? anew(live.gone) : undefined),
       },
       deleteAllDeletesAlarm(slot.namespace),
     );
@@ -234,8 +315,17 @@ class SimDurableObjectState {
     const run = this.#run;
     const slot = this.#slot;
     const live = this.#live;
+    const by = run.current;
     const settled = (async () => callback())().catch((error: unknown) => {
-      if (slot.live === live) reset(run, slot, "its blockConcurrencyWhile callback threw");
+      if (slot.live === live) {
+        // workerd breaks the object's input gate and aborts it: the calls in flight and those
+        // waiting at the gate fail with the error, as the object's reset.
+        reset(run, slot, "its blockConcurrencyWhile callback threw", {
+          error: () => rethrownOverRpc(resettingObject(error)),
+          kill: true,
+          by,
+        });
+      }
       throw resettingObject(error);
     });
     live.blockers.add(settled);
@@ -246,8 +336,17 @@ class SimDurableObjectState {
 
   /** Resets the object on purpose (docs: `abort`); the call that aborts gets the reason. */
   abort(reason?: string): never {
-    if (this.#slot.live === this.#live) reset(this.#run, this.#slot, "it called ctx.abort()");
-    throw resettingObject(new Error(reason ?? "Durable Object was aborted."));
+    const error = resettingObject(new Error(reason ?? "Durable Object was aborted."));
+    if (this.#slot.live === this.#live) {
+      // workerd aborts the object: no code of it runs again, and every call in flight on it
+      // fails with the reason.
+      reset(this.#run, this.#slot, "it called ctx.abort()", {
+        error: () => rethrownOverRpc(error),
+        kill: true,
+        by: this.#run.current,
+      });
+    }
+    throw error;
   }
 
   acceptWebSocket(): never {

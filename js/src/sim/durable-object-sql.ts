@@ -123,9 +123,14 @@ export class SimSqlStorage {
   readonly Cursor = SimSqlCursor;
   readonly Statement = SimSqlStatement;
 
-  constructor(private readonly store: ObjectStore) {}
+  constructor(
+    private readonly store: ObjectStore,
+    /** Throws when the object was reset under the instance this belongs to (see `StorageHooks.gone`). */
+    private readonly requireCurrent: (call: string) => void = () => {},
+  ) {}
 
   exec<T extends Row = Row>(query: string, ...bindings: unknown[]): SimSqlCursor<T> {
+    this.requireCurrent("sql.exec()");
     const statements = splitStatements(String(query));
     if (statements.length === 0) throw new Error("SQL code did not contain a statement.");
     if (statements.length > STATEMENTS_PER_EXEC_MAX) {
@@ -149,6 +154,7 @@ export class SimSqlStorage {
 
   /** Bytes the database takes, pages in use times the page size (as workerd counts it). */
   get databaseSize(): number {
+    this.requireCurrent("sql.databaseSize");
     const result = this.store.run(
       "SELECT ((SELECT * FROM pragma_page_count) - (SELECT * FROM pragma_freelist_count)) * (SELECT * FROM pragma_page_size)",
     );

@@ -15,6 +15,10 @@
  * or may not have happened, which crash_after (the object ran, the caller never heard) and
  * crash_before (the object never saw the call) explore. `sync()` has nothing to wait for.
  *
+ * Once the object is reset under the instance this storage belongs to, every call fails with the
+ * reset's error (`StorageHooks.gone`): the old instance is no longer the object, and nothing it
+ * does reaches storage. A `transaction()` it had open was rolled back by the reset.
+ *
  * Keys and values are encoded as durable-object-values.ts says.
  */
 
@@ -29,6 +33,7 @@ import {
   listOptions,
   readMany,
   readOne,
+  requireCurrent,
   type StorageHooks,
   scan,
   visibleAlarm,
@@ -72,12 +77,13 @@ export class SimDurableObjectStorage {
 
   get sql(): SimSqlStorage {
     if (!this.#sqlite) throw new Error("SQL is not enabled for this Durable Object class.");
-    this.#sql ??= new SimSqlStorage(this.#store);
+    this.#sql ??= new SimSqlStorage(this.#store, (call) => this.#current(call));
     return this.#sql;
   }
 
   get(keys: unknown, _options?: unknown): Promise<unknown> {
     return attempt(() => {
+      this.#current("storage.get()");
       if (Array.isArray(keys)) {
         const names = keyList(keys, this.#sqlite);
         const found = readMany(this.#store, names);
@@ -93,6 +99,7 @@ export class SimDurableObjectStorage {
 
   put(keyOrEntries: unknown, value?: unknown, _options?: unknown): Promise<void> {
     return attempt(() => {
+      this.#current("storage.put()");
       const writes = this.#encodeWrites(keyOrEntries, value);
       applyWrites(this.#store, writes);
       this.#note(() =>
@@ -105,6 +112,7 @@ export class SimDurableObjectStorage {
 
   delete(keys: unknown, _options?: unknown): Promise<boolean | number> {
     return attempt(() => {
+      this.#current("storage.delete()");
       const many = Array.isArray(keys);
       const names = many ? keyList(keys, this.#sqlite) : [keyOf(keys, this.#sqlite)];
       const deleted = applyWrites(
@@ -118,6 +126,7 @@ export class SimDurableObjectStorage {
 
   list(options: ListOptions = {}): Promise<Map<string, unknown>> {
     return attempt(() => {
+      this.#current("storage.list()");
       const entries = decodeEntries(scan(this.#store, listOptions(options)));
       this.#note(() => `storage.list() -> ${entries.size} keys`);
       return entries;
@@ -128,6 +137,11 @@ export class SimDurableObjectStorage {
     this.#hooks.note?.(line);
   }
 
+  /** Throws if the object was reset under this instance, which is no longer it. */
+  #current(call: string): void {
+    requireCurrent(this.#hooks, call);
+  }
+
   /**
    * Deletes every key; for a SQLite-backed object the whole database: its tables too (docs:
    * "removes the entire contents of a Durable Object's private SQLite database"). The alarm
@@ -136,6 +150,7 @@ export class SimDurableObjectStorage {
    */
   deleteAll(_options?: unknown): Promise<void> {
     return attempt(() => {
+      this.#current("storage.deleteAll()");
       if (this.#deleteAllDeletesAlarm) this.#changeAlarm({ time: null });
       if (!this.#sqlite) {
         this.#store.kv("DELETE FROM _cf_KV");
@@ -169,11 +184,18 @@ export class SimDurableObjectStorage {
   transaction<T>(
     closure: (txn: SimDurableObjectTransaction | SimSqliteTransaction) => Promise<T>,
   ): Promise<T> {
+    try {
+      this.#current("storage.transaction()");
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const work = this.#sqlite
       ? () => this.#savepointTransaction(closure)
       : async () => {
           const txn = new SimDurableObjectTransaction(this.#store, this.#hooks, this.#sqlite);
           const result = await closure(txn);
+          // Reset meanwhile: its buffered writes are never applied.
+          this.#current("storage.transaction() commit");
           txn.commit((change) => this.#changeAlarm(change));
           return result;
         };
@@ -193,6 +215,8 @@ export class SimDurableObjectStorage {
     let result: T;
     try {
       result = await closure(txn);
+      // Reset meanwhile: the reset rolled the savepoint back, and it never commits.
+      this.#current("storage.transaction() commit");
     } catch (error) {
       this.#store.endSavepoint(savepoint, false);
       this.#note(() => "storage.transaction() threw: rolled back");
@@ -206,6 +230,7 @@ export class SimDurableObjectStorage {
   /** SQLite-backed objects: runs `closure` in a savepoint, rolled back if it throws. */
   transactionSync<T>(closure: () => T): T {
     if (!this.#sqlite) throw new Error("SQL is not enabled for this Durable Object class.");
+    this.#current("storage.transactionSync()");
     if (this.#syncDepth >= SYNC_DEPTH_MAX) {
       throw new Error(`eutaxy nests transactionSync at most ${SYNC_DEPTH_MAX} deep`);
     }
@@ -226,11 +251,15 @@ export class SimDurableObjectStorage {
   }
 
   getAlarm(_options?: unknown): Promise<number | null> {
-    return attempt(() => visibleAlarm(this.#store, this.#hooks));
+    return attempt(() => {
+      this.#current("storage.getAlarm()");
+      return visibleAlarm(this.#store, this.#hooks);
+    });
   }
 
   setAlarm(scheduledTime: unknown, _options?: unknown): Promise<void> {
     return attempt(() => {
+      this.#current("storage.setAlarm()");
       const time = alarmTime(scheduledTime);
       this.#hooks.requireAlarmHandler();
       this.#changeAlarm({ time });
@@ -240,6 +269,7 @@ export class SimDurableObjectStorage {
 
   deleteAlarm(_options?: unknown): Promise<void> {
     return attempt(() => {
+      this.#current("storage.deleteAlarm()");
       this.#changeAlarm({ time: null });
       this.#note(() => "storage.deleteAlarm()");
     });
@@ -247,7 +277,7 @@ export class SimDurableObjectStorage {
 
   /** Writes are durable when made (see the model above), so there is nothing to wait for. */
   sync(): Promise<void> {
-    return Promise.resolve();
+    return attempt(() => this.#current("storage.sync()"));
   }
 
   getCurrentBookmark(): Promise<string> {

@@ -112,6 +112,15 @@ export class ObjectStore {
   }
 
   /**
+   * Rolls back every savepoint of an asynchronous transaction still open: the instance that
+   * opened them was reset, and none of them will commit.
+   */
+  abandonSavepoints(): void {
+    const outermost = this.savepoints[0];
+    if (outermost) this.endSavepoint(outermost, false);
+  }
+
+  /**
    * After `deleteAll` dropped tables, or a rollback undid their creation: create them again on
    * their next use (`IF NOT EXISTS`, so no harm if they are there).
    */

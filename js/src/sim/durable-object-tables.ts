@@ -25,6 +25,23 @@ export interface StorageHooks {
   critical?<T>(work: () => Promise<T>): Promise<T>;
   /** Calls `callback` if the invocation running now dies (mid-transaction). */
   onAbandon?(callback: () => void): void;
+  /**
+   * The error every storage call fails with once the object was reset under this instance (a
+   * new copy each time), or undefined while it is still the object.
+   */
+  gone?(): Error | undefined;
+}
+
+/**
+ * Throws if the object was reset under the instance this storage belongs to: nothing the old
+ * instance does reaches storage any more (durable-object-instance.ts, `reset`). `call` names the
+ * storage call in the trace.
+ */
+export function requireCurrent(hooks: StorageHooks, call: string): void {
+  const error = hooks.gone?.();
+  if (!error) return;
+  hooks.note?.(() => `${call} failed: the object was reset, and this instance is no longer it`);
+  throw error;
 }
 
 export interface ListOptions {

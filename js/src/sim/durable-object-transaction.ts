@@ -17,6 +17,7 @@ import {
   type ListOptions,
   listOptions,
   readOne,
+  requireCurrent,
   type StorageHooks,
   scan,
   visibleAlarm,
@@ -47,6 +48,7 @@ export class SimDurableObjectTransaction {
 
   get(keys: unknown, _options?: unknown): Promise<unknown> {
     return attempt(() => {
+      requireCurrent(this.hooks, "txn.get()");
       if (!Array.isArray(keys)) return this.#read(keyOf(keys, this.sqlite));
       const found = new Map<string, unknown>();
       for (const key of sortKeys(keyList(keys, this.sqlite))) {
@@ -59,6 +61,7 @@ export class SimDurableObjectTransaction {
 
   put(keyOrEntries: unknown, value?: unknown, _options?: unknown): Promise<void> {
     return attempt(() => {
+      requireCurrent(this.hooks, "txn.put()");
       if (typeof keyOrEntries === "object" && keyOrEntries !== null && !Array.isArray(keyOrEntries)) {
         const entries = Object.entries(keyOrEntries);
         if (entries.length > KEYS_PER_CALL_MAX) throw tooManyKeys();
@@ -74,6 +77,7 @@ export class SimDurableObjectTransaction {
 
   delete(keys: unknown, _options?: unknown): Promise<boolean | number> {
     return attempt(() => {
+      requireCurrent(this.hooks, "txn.delete()");
       const many = Array.isArray(keys);
       let deleted = 0;
       for (const key of many ? keyList(keys, this.sqlite) : [keyOf(keys, this.sqlite)]) {
@@ -86,6 +90,7 @@ export class SimDurableObjectTransaction {
 
   list(options: ListOptions = {}): Promise<Map<string, unknown>> {
     return attempt(() => {
+      requireCurrent(this.hooks, "txn.list()");
       const range = listOptions(options);
       const merged = new Map<string, Uint8Array>(scan(this.store, { ...range, limit: undefined }));
       for (const [key, value] of this.#writes) {
@@ -105,11 +110,15 @@ export class SimDurableObjectTransaction {
   }
 
   getAlarm(_options?: unknown): Promise<number | null> {
-    return attempt(() => (this.#alarm ? this.#alarm.time : visibleAlarm(this.store, this.hooks)));
+    return attempt(() => {
+      requireCurrent(this.hooks, "txn.getAlarm()");
+      return this.#alarm ? this.#alarm.time : visibleAlarm(this.store, this.hooks);
+    });
   }
 
   setAlarm(scheduledTime: unknown, _options?: unknown): Promise<void> {
     return attempt(() => {
+      requireCurrent(this.hooks, "txn.setAlarm()");
       const time = alarmTime(scheduledTime);
       this.hooks.requireAlarmHandler();
       this.#alarm = { time };
@@ -118,6 +127,7 @@ export class SimDurableObjectTransaction {
 
   deleteAlarm(_options?: unknown): Promise<void> {
     return attempt(() => {
+      requireCurrent(this.hooks, "txn.deleteAlarm()");
       this.#alarm = { time: null };
     });
   }

@@ -9,7 +9,8 @@
  * Stub", "Durable Object State", "Alarms", "Lifecycle of a Durable Object" (in-memory state lives
  * as long as the instance; an object can be reset at any time, and its storage survives),
  * "Durable Objects code updates" and "Troubleshooting" (the error of a call in flight when the
- * object resets); workerd's actor-id-impl for ids and its texts for refused calls.
+ * object resets), "Known issues" (one instance at a time; a superseded one's storage throws);
+ * workerd's actor-id-impl for ids and its texts for refused calls.
  *
  * The model:
  * - A stub call is ONE effect of the caller, labelled `DO:<binding> <method>`; its `perform`
@@ -22,6 +23,10 @@
  * - One instance per object per run, kept in `run.memo`, constructed `new Class(ctx, env)` on the
  *   first call. An invocation of the object that dies (a fault at one of its own effects) takes
  *   the instance with it: the isolate holding its memory is gone, as on Cloudflare.
+ * - Never two instances ("Known issues", global uniqueness): a reset fails every call in flight on
+ *   the old instance, those waiting at its gate too, and its storage refuses whatever the old
+ *   instance still does; durable-object-instance.ts (`reset`) says how each kind of reset ends
+ *   the old instance's code.
  * - Input gates: storage calls are local to the object, not effects, so nothing interleaves
  *   with them; with several invocations live, another call reaches the object only while one
  *   awaits an effect (a fetch, another binding). `blockConcurrencyWhile` holds every new call
@@ -44,7 +49,7 @@ import {
 import { type Instance, objectResource, reset, serveCall, slotOf } from "./durable-object-instance.ts";
 import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
 import { Invocation } from "./invocation.ts";
-import { breaksStub, brokenStubError, lostConnection, notImplemented } from "./rpc-errors.ts";
+import { anew, breaksStub, lostConnection, notImplemented } from "./rpc-errors.ts";
 import { DurableObject } from "./workers-module.ts";
 import type { BindingSpec, DurableObjectNamespace } from "./world.ts";
 
@@ -53,6 +58,11 @@ import type { BindingSpec, DurableObjectNamespace } from "./world.ts";
  * Troubleshooting and code-updates pages; workerd raises it for every reset of a live object).
  */
 export const RESET_MESSAGE = "Durable Object reset because its code was updated.";
+
+/** The reset error, flagged as workerd flags it: an infrastructure error (retryable) that reset the object. */
+function codeUpdated(): Error {
+  return Object.assign(new Error(RESET_MESSAGE), { retryable: true, durableObjectReset: true });
+}
 
 /** workerd's refusal of an RPC call to a class that does not extend DurableObject. */
 const NO_RPC =
@@ -141,7 +151,7 @@ function createStub(
           `${run.current?.id ?? "init"} DO:${spec.name} ${method} fails at once: the stub is broken (${broken.message})`,
         );
       }
-      return Promise.reject(brokenStubError(broken));
+      return Promise.reject(anew(broken));
     }
     const called = scope.effect(
       `DO:${spec.name} ${method}`,
@@ -155,8 +165,13 @@ function createStub(
       },
       {
         transient: () => {
-          reset(run, slotOf(run, namespace, id), `a transient fault at the call ${method}`);
-          throw Object.assign(new Error(RESET_MESSAGE), { retryable: true, durableObjectReset: true });
+          // A code update: the calls in flight on the old instance fail with the same error, and
+          // its code runs on, no longer the object's, until it ends.
+          reset(run, slotOf(run, namespace, id), `a transient fault at the call ${method}`, {
+            error: codeUpdated,
+            kill: false,
+          });
+          throw codeUpdated();
         },
         // The object ran the call, and the connection dropped before its answer came back: the
         // documented reason to retry only idempotent calls on a retryable error.

@@ -60,9 +60,15 @@ export class Invocation implements EffectScope {
   resource: string | undefined = undefined;
   /** Callees this invocation hosts that are still live; they die with it. */
   readonly callees = new Set<Invocation>();
+  /**
+   * Set when the Durable Object instance it was serving a call on was reset under it: its caller
+   * got the reset's error then, so what it answers now reaches no one (see `orphan`).
+   */
+  orphaned = false;
   private effects = 0;
   private readonly onDeath: (() => void)[] = [];
   private onCancel: ((error: Error) => void) | undefined;
+  private onOrphan: ((error: Error) => void) | undefined;
 
   constructor(
     readonly id: string,
@@ -146,6 +152,22 @@ export class Invocation implements EffectScope {
   /** Called once, if the runtime cancels the invocation (see `cancel`). */
   whenCanceled(callback: (error: Error) => void): void {
     this.onCancel = callback;
+  }
+
+  /** Called once, if the invocation is orphaned (see `orphan`). */
+  whenOrphaned(callback: (error: Error) => void): void {
+    this.onOrphan = callback;
+  }
+
+  /**
+   * The Durable Object instance this invocation serves a call on was reset: whoever awaits the
+   * invocation gets `error` now, as Cloudflare fails every call in flight to a reset object. The
+   * invocation itself lives on unless it is killed as well; what it answers reaches no one.
+   */
+  orphan(error: Error): void {
+    if (!this.live || this.orphaned) return;
+    this.orphaned = true;
+    this.onOrphan?.(error);
   }
 
   /**

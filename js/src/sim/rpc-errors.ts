@@ -77,8 +77,11 @@ export function breaksStub(error: unknown): boolean {
   return flags.durableObjectReset === true || flags.retryable === true;
 }
 
-/** The error a broken stub fails a call with: the one that broke it, anew. */
-export function brokenStubError(cause: Error): Error {
+/**
+ * `cause` anew, with its type, message and infrastructure flags: a broken stub fails each call
+ * with the error that broke it so, and a reset object's storage each call of its old instance.
+ */
+export function anew(cause: Error): Error {
   const copy = copied(cause);
   const flags = cause as { durableObjectReset?: unknown; retryable?: unknown };
   if (flags.retryable === true) Object.assign(copy, { retryable: true });

@@ -599,16 +599,25 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     invocation.whenCanceled((error) => {
       outcome = { kind: "threw", error };
     });
+    // An alarm whose object was reset under it failed then, whatever its handler does after.
+    invocation.whenOrphaned((error) => {
+      outcome = { kind: "threw", error };
+    });
     this.handle(invocation, call).then(
       (value) => {
         if (!invocation.live) return;
         invocation.state = "answered";
         invocation.endedAtMs = this.nowMs();
+        if (invocation.orphaned) {
+          this.traceUnheard(invocation, `returned ${summarize(value)}`);
+          return;
+        }
         outcome = { kind: "returned", value };
       },
       (error) => {
         if (!invocation.live) return;
         this.threw(invocation, error);
+        if (invocation.orphaned) return;
         this.firstThrow ??= { invocation: id, error: describe(error) };
         outcome = { kind: "threw", error };
       },
@@ -631,16 +640,20 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     const callee = this.spawn(`${caller.id}/${effect}`, call.worker, caller);
     callee.resource = call.resource;
     return new Promise((resolve, reject) => {
-      callee.whenDead(() => {
+      // The caller's call fails with `error`: what the caller sees of its callee's end, which the
+      // trace would otherwise not say (nothing, if the callee died with it).
+      const fail = (error: Error) => {
         this.resume(caller);
-        const error = lostConnection();
-        // What the caller sees of its callee's death, which the trace would otherwise not say
-        // (nothing, if the callee died with it).
         if (this.tracing && caller.live)
           this.trace(`${caller.id} effect #${effect} failed: ${describe(error)}`);
         reject(error);
+      };
+      callee.whenDead(() => {
+        if (!callee.orphaned) fail(lostConnection());
       });
+      callee.whenOrphaned(fail);
       callee.whenCanceled((error) => {
+        if (callee.orphaned) return;
         this.resume(caller);
         reject(error);
       });
@@ -649,6 +662,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
           if (!callee.live) return;
           callee.state = "answered";
           callee.endedAtMs = this.nowMs();
+          if (callee.orphaned) {
+            this.traceUnheard(callee, `returned ${summarize(value)}`);
+            return;
+          }
           if (this.tracing) this.trace(`${callee.id} returned ${summarize(value)}`);
           this.resume(caller);
           resolve(value);
@@ -656,6 +673,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
         (error) => {
           if (!callee.live) return;
           this.threw(callee, error);
+          if (callee.orphaned) return;
           this.resume(caller);
           reject(rethrownOverRpc(error));
         },
@@ -666,7 +684,13 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private threw(invocation: Invocation, error: unknown): void {
     invocation.state = "threw";
     invocation.endedAtMs = this.nowMs();
-    this.trace(`${invocation.id} threw ${describe(error)}`);
+    if (invocation.orphaned) this.traceUnheard(invocation, `threw ${describe(error)}`);
+    else this.trace(`${invocation.id} threw ${describe(error)}`);
+  }
+
+  /** How an orphaned invocation ended (see `Invocation.orphan`), which nobody waits for any more. */
+  private traceUnheard(invocation: Invocation, ended: string): void {
+    if (this.tracing) this.trace(`${invocation.id} ${ended}, which reaches no one: its object was reset`);
   }
 
   private spawn(id: string, worker: SimWorker, parent: Invocation | undefined): Invocation {
@@ -810,8 +834,9 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     else effect.reject(value);
   }
 
-  private die(invocation: Invocation): void {
-    this.trace(`${invocation.id} died`);
+  die(invocation: Invocation, why?: string): void {
+    if (!invocation.live) return;
+    this.trace(why === undefined ? `${invocation.id} died` : `${invocation.id} died ${why}`);
     this.deaths++;
     invocation.kill();
   }

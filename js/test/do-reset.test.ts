@@ -1,0 +1,97 @@
+/**
+ * A reset Durable Object keeps no second instance: Cloudflare runs at most one instance of an
+ * object, so when a call resets it (the `reset` fault, a code update) or an invocation of it dies,
+ * every call in flight on the old instance fails (those waiting at its gate too, instead of
+ * hanging), and what the old instance does afterwards never reaches storage. Fixes that hold the
+ * object with `blockConcurrencyWhile` stay BOUNDED with faults, more requests and resends. Both
+ * runtimes agree.
+ */
+
+import { describe, expect, it } from "vitest";
+import { type CheckResult, check } from "../src/index.ts";
+import { RESET_MESSAGE } from "../src/sim/durable-objects.ts";
+import { violated } from "./verdict.ts";
+
+const fixture = (path: string) => new URL(`./fixtures/${path}`, import.meta.url).pathname;
+
+/** How the Worker of js/test/fixtures/do-reset describes an error with its flags. */
+const RESET = `Error: ${RESET_MESSAGE} retryable=true durableObjectReset=true`;
+const LOST = "Error: Network connection lost. retryable=true durableObjectReset=undefined";
+
+const resetAt = (invocation: string, label: string) => ({
+  kind: "transient_error",
+  invocation,
+  effect: 0,
+  label,
+});
+
+describe("a reset of a Durable Object with calls in flight", () => {
+  it("fails the call in flight, and refuses what the old instance writes after it, KV-style and SQL", async () => {
+    const result = violated(await check(fixture("do-reset/old-instance.sim.ts")));
+    expect(result.invariant).toBe("old-instance-writes-nothing");
+    expect(result.faults).toEqual([resetAt("req-2#1", "DO:ROOM ping")]);
+    expect(result.message).toBe(
+      `the old instance saw: put threw ${RESET}; sql.exec threw ${RESET}. ` +
+        `Stored: slow=undefined, notes []. req-1 got 503 ${RESET}`,
+    );
+  });
+
+  it("rolls back a transaction the old instance has open, which then throws instead of committing", async () => {
+    const result = violated(await check(fixture("do-reset/transaction.sim.ts")));
+    expect(result.faults).toEqual([resetAt("req-2#1", "DO:ROOM ping")]);
+    expect(result.message).toBe(`the old instance saw: transaction threw ${RESET}. Stored: notes []`);
+  });
+
+  it("fails a call waiting at the old instance's blockConcurrencyWhile gate with the reset error", async () => {
+    const result = violated(await check(fixture("do-reset/gate-reset.sim.ts")));
+    expect(result.faults).toEqual([resetAt("req-3#1", "DO:ROOM ping")]);
+    expect(result.message).toBe(`req-2 got 503 ${RESET}; req-3 got 503 ${RESET}`);
+  });
+
+  it("fails a call waiting at the gate of an instance whose invocation died as a lost connection, not a hang", async () => {
+    const result = violated(await check(fixture("do-reset/gate-crash.sim.ts")));
+    expect(result.invariant).toBe("one-lost-connection-a-run");
+    expect(result.faults).toEqual([
+      {
+        kind: "crash_before",
+        invocation: "req-1#1/0",
+        effect: 0,
+        label: "fetch GET https://clock.example/tick",
+      },
+    ]);
+    expect(result.message).toBe(`req-1 got 503 ${LOST}; req-2 got 503 ${LOST}`);
+    expect(result.trace).toContain("req-2#1/0 died with its Durable Object instance");
+  });
+});
+
+describe("fixes that hold the object with blockConcurrencyWhile, with a reset among the faults", () => {
+  it("examples/seats-race's gated fix, three bookings at once: BOUNDED", async () => {
+    expect((await check(fixture("concurrency/seats-three-gated.faults.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+
+  it("examples/seats-race's gated fix, with a client that resends on a 5xx: BOUNDED", async () => {
+    expect((await check(fixture("concurrency/seats-gated-resend.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+
+  it("invoice numbers registered before they are stored, three orders at once: BOUNDED", async () => {
+    expect((await check(fixture("do-reset/invoices/invoices.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+});
+
+/** Everything in a result but the wall-clock time it took. */
+function comparable(result: CheckResult): Omit<CheckResult, "elapsedMs"> {
+  const { elapsedMs: _elapsedMs, ...rest } = result;
+  return rest;
+}
+
+describe("the two runtimes", () => {
+  for (const scenario of ["old-instance", "transaction", "gate-reset", "gate-crash"]) {
+    it(`give do-reset/${scenario}.sim.ts the verdict and trace Node gives it inside workerd`, async () => {
+      const file = fixture(`do-reset/${scenario}.sim.ts`);
+      const node = await check(file);
+      const workerd = await check(file, { runtime: "workerd" });
+      expect(node.verdict).toBe("VIOLATED");
+      expect(comparable(workerd)).toEqual(comparable(node));
+    });
+  }
+});
