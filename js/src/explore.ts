@@ -5,7 +5,7 @@
  * inside workerd (`workerd/host.ts`); each caller hands in the engine and the schema texts.
  */
 
-import type { Bounds, Driver, Invariant } from "./cloudflare.ts";
+import type { Bounds, Driver } from "./cloudflare.ts";
 import { eventsOf } from "./drivers/index.ts";
 import {
   type D1SetupError,
@@ -27,6 +27,7 @@ import { GLOBAL_SCOPE, refusedAtImport } from "./sim/outbound.ts";
 import { QUEUE_SCHEMA } from "./sim/queues.ts";
 import { Run } from "./sim/run.ts";
 import { runtimeModules } from "./sim/runtime-modules.ts";
+import { d1StoreOf } from "./sim/store-names.ts";
 import type { SimWorker, World } from "./sim/world.ts";
 import { FINAL_STATE, notAsPrinted } from "./trace.ts";
 
@@ -170,7 +171,7 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
     strategy: exploration.search.strategy,
     pctDepth: exploration.search.pctDepth,
     partialOrderReduction: exploration.search.partialOrderReduction,
-    invariants: engineInvariants(scenario.invariants),
+    invariants: engineInvariants(world),
   });
   try {
     setUpStores(engine, world, exploration.schemas);
@@ -369,17 +370,27 @@ function startEngine(exploration: Exploration, config: EngineConfig): Engine {
   }
 }
 
-/** The invariants the engine evaluates itself; the host evaluates custom and response ones. */
-function engineInvariants(invariants: readonly Invariant[]): InvariantSpec[] {
-  return invariants.flatMap((inv): InvariantSpec[] => {
+/**
+ * The invariants the engine evaluates itself; the host evaluates custom and response ones. Each
+ * names the store of the database its binding reaches, which another binding may share.
+ */
+function engineInvariants(world: World): InvariantSpec[] {
+  const store = (db: string) => d1StoreOf(world.workers, db) ?? db;
+  return world.scenario.invariants.flatMap((inv): InvariantSpec[] => {
     switch (inv.kind) {
       case "unique":
         return [
-          { kind: "unique", name: inv.name, db: inv.rows.db, table: inv.rows.table, columns: inv.columns },
+          {
+            kind: "unique",
+            name: inv.name,
+            db: store(inv.rows.db),
+            table: inv.rows.table,
+            columns: inv.columns,
+          },
         ];
       case "query":
       case "conserved":
-        return [{ kind: inv.kind, name: inv.name, db: inv.db, sql: inv.sql }];
+        return [{ kind: inv.kind, name: inv.name, db: store(inv.db), sql: inv.sql }];
       default:
         return [];
     }
@@ -412,7 +423,7 @@ function setUpStores(
     }
     for (const { file, sql } of files) {
       try {
-        engine.d1Setup(step.db, sql);
+        engine.d1Setup(d1StoreOf(world.workers, step.db) ?? step.db, sql);
       } catch (error) {
         const { line, column, message } = error as D1SetupError;
         // At `file:line:column`, as a build error in the Worker is, so that editors open it there.

@@ -43,6 +43,16 @@ describe("readWranglerConfig", () => {
     });
   });
 
+  it("reads a D1 binding's preview_database_id, which wrangler dev keys a local database by", () => {
+    const file = write(
+      "wrangler.json",
+      `{ "name": "notes", "d1_databases": [{ "binding": "DB", "database_name": "notes", "preview_database_id": "p-1" }] }`,
+    );
+    expect(readWranglerConfig(file).d1Databases).toEqual([
+      { binding: "DB", databaseName: "notes", previewDatabaseId: "p-1" },
+    ]);
+  });
+
   it("reads Durable Objects, migrations, queues and cron triggers with Cloudflare's defaults", () => {
     const file = write(
       "wrangler.jsonc",

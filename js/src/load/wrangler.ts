@@ -19,6 +19,8 @@ export interface D1DatabaseBinding {
   readonly binding: string;
   readonly databaseName?: string;
   readonly databaseId?: string;
+  /** The database `wrangler dev` uses instead of `database_id` (remotely, and locally as its key). */
+  readonly previewDatabaseId?: string;
 }
 
 export interface ServiceBinding {
@@ -377,10 +379,12 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
     const at = `${keyPath("d1_databases")}[${i}]`;
     const databaseName = optionalString(entry.database_name, `${at}.database_name`);
     const databaseId = optionalString(entry.database_id, `${at}.database_id`);
+    const previewDatabaseId = optionalString(entry.preview_database_id, `${at}.preview_database_id`);
     return {
       binding: requiredString(entry.binding, `${at}.binding`),
       ...(databaseName !== undefined ? { databaseName } : {}),
       ...(databaseId !== undefined ? { databaseId } : {}),
+      ...(previewDatabaseId !== undefined ? { previewDatabaseId } : {}),
     };
   });
   const services = entries("services").map((entry, i): ServiceBinding => {

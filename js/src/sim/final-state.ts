@@ -14,6 +14,7 @@ import { readOne } from "./durable-object-tables.ts";
 import { durableObjectStore } from "./durable-objects.ts";
 import { type KvStateType, kvKeys, kvRead } from "./kv.ts";
 import { queueBodies } from "./queues.ts";
+import { d1StoreOf } from "./store-names.ts";
 import type { World } from "./world.ts";
 
 /**
@@ -39,14 +40,14 @@ export function finalState(
   const kvEngine = { d1Run: engine.d1Run.bind(engine), trace: engine.trace.bind(engine), nowMs: () => nowMs };
   // A query the engine refuses is the scenario's mistake (a typo, a table that does not exist),
   // not a broken invariant: the check stops with it, as it does for the built-in invariants.
-  const rows = (store: string, sql: string, params: unknown[]) => {
+  const rows = (store: string, sql: string, params: unknown[], named = store) => {
     let result: ReturnType<Engine["d1Run"]>;
     try {
       result = engine.d1Run(store, sql, params);
     } catch (error) {
       throw new InputError(
         world.file,
-        `its query on ${store} failed: ${error instanceof Error ? error.message : String(error)}`,
+        `its query on ${named} failed: ${error instanceof Error ? error.message : String(error)}`,
       );
     }
     return result.rows.map((row) => Object.fromEntries(result.columns.map((c, i) => [c, row[i]])));
@@ -78,7 +79,8 @@ export function finalState(
     return spec;
   };
   return {
-    d1: (db, sql, ...params) => rows(db, sql, params),
+    // By any of the database's bindings: `admin/DB` reads the store it shares with `DB`.
+    d1: (db, sql, ...params) => rows(d1StoreOf(world.workers, db) ?? db, sql, params, db),
     kv: ((name: string, key: string, type?: unknown) => {
       const spec = binding(name, "kv");
       const as = kvStateType(world.file, name, key, type);

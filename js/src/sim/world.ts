@@ -9,9 +9,10 @@ import type { Driver, OutboundHandlers, Scenario, ServiceHandlers, WorkerFiles }
 import { InputError, shown, shownConfig } from "../errors.ts";
 import { bundleWorker, type WorkerModule } from "../load/bundle.ts";
 import type { LoadedScenario } from "../load/scenario.ts";
-import type { QueueConsumer, WorkerConfig } from "../load/wrangler.ts";
+import type { D1DatabaseBinding, KvNamespaceBinding, QueueConsumer, WorkerConfig } from "../load/wrangler.ts";
 import { readDevVars, readWranglerConfig } from "../load/wrangler.ts";
 import { nodejsCompat } from "./compatibility.ts";
+import { d1StoreOf, ownerOf } from "./store-names.ts";
 
 export type ServiceTarget =
   | {
@@ -33,7 +34,11 @@ export interface DurableObjectNamespace {
   readonly storePrefix: string;
 }
 
-/** What one env name of a Worker is bound to. Vars are plain values and not listed here. */
+/**
+ * What one env name of a Worker is bound to. Vars are plain values and not listed here. A D1 or
+ * KV binding's `store` is the engine store of the database or namespace it reaches, named after
+ * the first binding of the scenario that reaches it (see `shareStores`).
+ */
 export type BindingSpec =
   | { readonly kind: "d1"; readonly name: string; readonly store: string }
   | { readonly kind: "service"; readonly name: string; readonly target: ServiceTarget }
@@ -69,9 +74,12 @@ export interface World {
   readonly file: string;
   readonly main: SimWorker;
   readonly workers: readonly SimWorker[];
-  /** Every D1 database by its namespaced name (`DB`, `payments/DB`). */
+  /**
+   * Every D1 database's store, once each: named after the first binding that reaches it (`DB`,
+   * `payments/DB`); other bindings of the same database use that store.
+   */
   readonly databases: readonly string[];
-  /** Every KV namespace store. */
+  /** Every KV namespace's store, once each (`kv:CACHE`), named as a database's is. */
   readonly kvStores: readonly string[];
   readonly queues: ReadonlyMap<string, SimQueue>;
   /** Scripted answers for outbound `fetch`, by URL prefix. */
@@ -153,14 +161,6 @@ function nodeCompatible(config: WorkerConfig, module: WorkerModule): void {
     config.file,
     `the Worker ${shown(module.entry)} imports ${missing.join(", ")}, which Cloudflare provides only with the nodejs_compat compatibility flag (on by default from the 2026-08-04 compatibility date), and ${why}`,
   );
-}
-
-/** Resolves `binding` (`PAYMENTS`, or `payments/LEDGER` for a callee's) to its Worker and name. */
-function ownerOf(workers: readonly SimWorker[], binding: string): [SimWorker, string] | undefined {
-  const slash = binding.lastIndexOf("/");
-  const prefix = slash < 0 ? "" : binding.slice(0, slash + 1);
-  const owner = workers.find((w) => w.prefix === prefix);
-  return owner ? [owner, binding.slice(slash + 1)] : undefined;
 }
 
 function describeServices(worker: SimWorker): string {
@@ -292,17 +292,22 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
     bindDurableObjects(worker, workers);
   }
 
+  const shared = shareStores(workers);
   const queues = collectQueues(workers);
   for (const { worker, step } of consumers) fedConsumer(file, step, worker, workers, scenario);
-  const databases = workers.flatMap((w) =>
-    [...w.bindings.values()].flatMap((b) => (b.kind === "d1" ? [b.store] : [])),
-  );
-  const kvStores = workers.flatMap((w) =>
-    [...w.bindings.values()].flatMap((b) => (b.kind === "kv" ? [b.store] : [])),
-  );
+  const storesOf = (kind: "d1" | "kv") => [
+    ...new Set(
+      workers.flatMap((w) => [...w.bindings.values()].flatMap((b) => (b.kind === kind ? [b.store] : []))),
+    ),
+  ];
+  const databases = storesOf("d1");
+  const kvStores = storesOf("kv");
   const knownDb = (db: string, what: string) => {
-    if (!databases.includes(db)) {
-      const known = databases.length ? `the D1 bindings are ${databases.join(", ")}` : "no Worker binds D1";
+    if (d1StoreOf(workers, db) === undefined) {
+      const names = workers.flatMap((w) =>
+        [...w.bindings].flatMap(([name, b]) => (b.kind === "d1" ? [`${w.prefix}${name}`] : [])),
+      );
+      const known = names.length ? `the D1 bindings are ${names.join(", ")}` : "no Worker binds D1";
       throw new InputError(
         file,
         `${what} names D1 binding "${db}", but no Worker in the scenario binds it; ${known}`,
@@ -312,6 +317,7 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
   for (const [i, step] of (scenario.setup ?? []).entries()) {
     if (step.kind === "d1Schema") knownDb(step.db, `setup[${i}]: d1Schema("${step.db}")`);
   }
+  setUpOnce(file, scenario, workers, shared);
   for (const inv of scenario.invariants) {
     if (inv.kind === "unique") knownDb(inv.rows.db, `invariant ${inv.name}`);
     if (inv.kind === "query" || inv.kind === "conserved") knownDb(inv.db, `invariant ${inv.name}`);
@@ -364,6 +370,130 @@ function declaredCrons(scenario: Scenario, file: string, main: SimWorker): void 
     throw new InputError(
       file,
       `drive: cron("${driver.cron}") is not among the crons ${shownConfig(config)} declares (triggers.crons: ${declared}); Cloudflare runs only those`,
+    );
+  }
+}
+
+/** One database or namespace that several bindings reach, for messages. */
+interface SharedStore {
+  /** What makes them one: `database_id f1111111-…`, as `StoreKey.why`. */
+  readonly why: string;
+}
+
+/** What a binding of a database or namespace is keyed by, as wrangler dev keys it. */
+interface StoreKey {
+  readonly key: string;
+  /** What the bindings that share it have, for messages: `database_id f1111111-…`. */
+  readonly why: string;
+  /** The config field a user gives each database its own value in. */
+  readonly field: string;
+}
+
+/**
+ * Which D1 database a binding reaches. wrangler dev gives Miniflare a local database per
+ * `preview_database_id ?? database_id`, and the binding's name when there is neither
+ * (workers-sdk, packages/wrangler/src/dev/miniflare: `d1DatabaseEntry`); Miniflare keeps one
+ * SQLite database per such key, which every Worker of the session binding it shares. eutaxy
+ * keys by `database_id` first: with both ids, `preview_database_id` is the database `wrangler
+ * dev` develops against, and `database_id` the one the deployed Worker reaches, which is what
+ * the check is about. Without either, two Workers' `DB`s are one database in wrangler dev, and so
+ * here. `database_name` identifies nothing: wrangler's `d1` commands only look the id up by it.
+ */
+function d1Key(d: D1DatabaseBinding): StoreKey {
+  if (d.databaseId !== undefined)
+    return { key: d.databaseId, why: `database_id ${d.databaseId}`, field: "database_id" };
+  if (d.previewDatabaseId !== undefined) {
+    const why = `preview_database_id ${d.previewDatabaseId} and no database_id`;
+    return { key: d.previewDatabaseId, why, field: "database_id" };
+  }
+  const why = `no database_id, so wrangler dev keys both by the binding name ${d.binding}`;
+  return { key: d.binding, why, field: "database_id" };
+}
+
+/** Which KV namespace a binding reaches: its `id`, else its binding name (`kvNamespaceEntry`). */
+function kvKey(k: KvNamespaceBinding): StoreKey {
+  if (k.id !== undefined) return { key: k.id, why: `id ${k.id}`, field: "id" };
+  return {
+    key: k.binding,
+    why: `no id, so wrangler dev keys both by the binding name ${k.binding}`,
+    field: "id",
+  };
+}
+
+/**
+ * Bindings that reach one D1 database or one KV namespace (`d1Key`, `kvKey`) share one engine
+ * store, as they share it on Cloudflare: a row one Worker inserts is there for the other's next
+ * query, and their statements touch the same tables, so partial-order reduction orders them
+ * against each other. The store is named after the first of those bindings in the scenario's
+ * order: the scenario's Worker first, then the Workers setup adds, each binding in its config's
+ * order (`DB` before `admin/DB`). Two D1 bindings of one id under different `database_name`s
+ * are bad input: one id is one database, so one of the names is wrong, and most likely the id
+ * was copied from the other Worker's config. Queues are shared by name already
+ * (`collectQueues`), and a Durable Object namespace bound with `script_name` by the Worker that
+ * defines its class (`bindDurableObjects`).
+ */
+function shareStores(workers: readonly SimWorker[]): Map<string, SharedStore> {
+  const first = new Map<
+    string,
+    { readonly store: string; readonly worker: SimWorker; readonly d1?: D1DatabaseBinding }
+  >();
+  const shared = new Map<string, SharedStore>();
+  const share = (
+    worker: SimWorker,
+    kind: "d1" | "kv",
+    name: string,
+    key: StoreKey,
+    d1?: D1DatabaseBinding,
+  ) => {
+    const spec = worker.bindings.get(name);
+    if (spec?.kind !== kind) return;
+    const known = first.get(`${kind}:${key.key}`);
+    if (!known) {
+      first.set(`${kind}:${key.key}`, { store: spec.store, worker, ...(d1 ? { d1 } : {}) });
+      return;
+    }
+    const names = [known.d1?.databaseName, d1?.databaseName];
+    if (d1 && known.d1 && names[0] !== undefined && names[1] !== undefined && names[0] !== names[1]) {
+      const config = worker.config as WorkerConfig;
+      const other = known.worker.config as WorkerConfig;
+      throw new InputError(
+        config.file,
+        `d1_databases binds ${name} (database_name "${names[1]}") to the D1 database ${known.worker.name} binds as ${known.d1.binding} (database_name "${names[0]}", ${shownConfig(other)}): both have ${key.why}, and one ${key.field} is one database, shared by every Worker that binds it; give each database its own ${key.field}, or both bindings the same database_name`,
+      );
+    }
+    worker.bindings.set(name, { ...spec, store: known.store });
+    shared.set(known.store, { why: key.why });
+  };
+  for (const worker of workers) {
+    for (const d of worker.config?.d1Databases ?? []) share(worker, "d1", d.binding, d1Key(d), d);
+    for (const k of worker.config?.kvNamespaces ?? []) share(worker, "kv", k.binding, kvKey(k));
+  }
+  return shared;
+}
+
+/**
+ * A database is set up through one of its names. `d1Schema("admin/DB", …)` after
+ * `d1Schema("DB", …)` of the same database would apply a schema to it a second time (`table
+ * users already exists`), and a scenario that does so was written taking them for two
+ * databases; several files through one name are applied in order, as always.
+ */
+function setUpOnce(
+  file: string,
+  scenario: Scenario,
+  workers: readonly SimWorker[],
+  shared: ReadonlyMap<string, SharedStore>,
+): void {
+  const setUp = new Map<string, { readonly db: string; readonly step: number }>();
+  for (const [i, step] of (scenario.setup ?? []).entries()) {
+    if (step.kind !== "d1Schema") continue;
+    const store = d1StoreOf(workers, step.db) ?? step.db;
+    const earlier = setUp.get(store);
+    if (!earlier) setUp.set(store, { db: step.db, step: i });
+    if (!earlier || earlier.db === step.db) continue;
+    const why = shared.get(store)?.why ?? "the same database";
+    throw new InputError(
+      file,
+      `setup[${i}]: d1Schema("${step.db}", "${shown(step.file)}") sets up the D1 database that setup[${earlier.step}] set up as ${earlier.db}: ${earlier.db} and ${step.db} are one database (${why}), shared as on Cloudflare; apply each schema to it once, through one of its names (d1Schema("${earlier.db}", …))`,
     );
   }
 }
