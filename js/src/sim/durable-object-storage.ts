@@ -105,7 +105,7 @@ export class SimDurableObjectStorage {
       this.#note(() =>
         typeof keyOrEntries === "string"
           ? `storage.put(${shown(keyOrEntries)}, ${shown(value)})`
-          : `storage.put(${writes.length} entries)`,
+          : `storage.put(${shown(keyOrEntries)})`,
       );
     });
   }
@@ -253,7 +253,9 @@ export class SimDurableObjectStorage {
   getAlarm(_options?: unknown): Promise<number | null> {
     return attempt(() => {
       this.#current("storage.getAlarm()");
-      return visibleAlarm(this.#store, this.#hooks);
+      const alarm = visibleAlarm(this.#store, this.#hooks);
+      this.#note(() => `storage.getAlarm() -> ${alarm}`);
+      return alarm;
     });
   }
 

@@ -49,6 +49,17 @@ describe("splitting SQL into statements", () => {
   });
 });
 
+describe("a Durable Object's storage calls in the trace", () => {
+  it("show the entries a put writes at once, and what getAlarm answers", async () => {
+    const result = await check(
+      new URL("../../test/fixtures/storage-trace/record.sim.ts", import.meta.url).pathname,
+    );
+    if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
+    expect(result.trace).toContain('  DO:Ledger/"ada" storage.put({"balance":30,"paid":70})');
+    expect(result.trace).toContain('  DO:Ledger/"ada" storage.getAlarm() -> null');
+  });
+});
+
 describe("Durable Objects through check()", () => {
   it("answers ids, stub calls, in-memory state, KV, SQL and key-value-backed classes as documented", async () => {
     const result = await check(fixture("semantics.sim.ts"));
