@@ -28,6 +28,10 @@ pub struct FakeEffect {
     /// The footprint of an effect without SQL (empty: conflicts with everything); an SQL
     /// effect's is `d1Footprint`'s.
     pub footprint: Vec<Access>,
+    /// An RPC call over a service binding: when the effect happens it hosts a callee
+    /// invocation, `<caller>/<effect>`, that makes these effects while the caller waits. A
+    /// callee that dies rejects the call, and the caller goes on to its next effect.
+    pub callee: Vec<FakeEffect>,
 }
 
 impl FakeEffect {
@@ -39,6 +43,15 @@ impl FakeEffect {
             lost: false,
             stop_if_rows: false,
             footprint: Vec::new(),
+            callee: Vec::new(),
+        }
+    }
+
+    /// An RPC call whose callee makes `effects`.
+    pub fn call(label: &str, effects: Vec<FakeEffect>) -> Self {
+        Self {
+            callee: effects,
+            ..Self::pure(label)
         }
     }
 
@@ -50,6 +63,7 @@ impl FakeEffect {
             lost: false,
             stop_if_rows: false,
             footprint: Vec::new(),
+            callee: Vec::new(),
         }
     }
 
@@ -195,6 +209,11 @@ impl FakeHost {
                     &[],
                 );
             }
+            if !effect.callee.is_empty() {
+                // A callee that dies rejects the call; the fake Worker goes on.
+                let callee = format!("{invocation}/{index}");
+                Self::invoke(check, &callee, &effect.callee, name, number, decisions)?;
+            }
             if decision == Decision::CrashAfter {
                 return Ok(true);
             }
@@ -298,9 +317,10 @@ pub fn config(events: usize, max_faults_per_run: u32, max_redeliveries: u32) -> 
 }
 
 /// A host with up to `max_concurrent` invocations of driver events live at once. At every step
-/// it offers the next effect of every live invocation, in the order they started, then the
-/// delivery of the next event while fewer than `max_concurrent` are live; it calls `choose`
-/// even for one option. A crashed invocation's resend starts within the crash's step.
+/// it offers the next effect of every live invocation that is not waiting on a callee, in the
+/// order they started (a callee starts when its caller's call happens), then the delivery of
+/// the next event while fewer than `max_concurrent` deliveries are live; it calls `choose` even
+/// for one option. A crashed delivery's resend starts within the crash's step.
 pub struct ConcurrentHost {
     pub effects: Vec<Vec<FakeEffect>>,
     pub retries: u32,
@@ -313,7 +333,12 @@ struct Live {
     id: String,
     event: u32,
     delivery: u32,
+    effects: Vec<FakeEffect>,
     next: usize,
+    /// The caller's id, for a callee.
+    caller: Option<String>,
+    /// Whether it waits for the callee its last effect hosts.
+    waiting: bool,
 }
 
 /// No test run takes more steps than this.
@@ -346,9 +371,11 @@ impl ConcurrentHost {
         let mut delivered = 0;
         for _ in 0..STEPS_MAX {
             let mut options = Vec::new();
-            for invocation in &live {
+            // The live invocation each option steps; `None` for the delivery.
+            let mut stepping = Vec::new();
+            for (at, invocation) in live.iter().enumerate().filter(|(_, i)| !i.waiting) {
                 let name = check.event_name(invocation.event)?.to_string();
-                let effect = &self.effects[invocation.event as usize][invocation.next];
+                let effect = &invocation.effects[invocation.next];
                 options.push(StepOption {
                     label: format!(
                         "{} effect #{} ({})",
@@ -358,8 +385,10 @@ impl ConcurrentHost {
                     effect: Some(invocation.next as u32),
                     footprint: Self::footprint(check, effect, &name, invocation.event + 1),
                 });
+                stepping.push(Some(at));
             }
-            if live.len() < self.max_concurrent && delivered < plan.events.len() {
+            let deliveries = live.iter().filter(|i| i.caller.is_none()).count();
+            if deliveries < self.max_concurrent && delivered < plan.events.len() {
                 let id = format!("{}#1", check.event_name(plan.events[delivered])?);
                 options.push(StepOption {
                     label: format!("deliver {id}"),
@@ -370,6 +399,7 @@ impl ConcurrentHost {
                         write: true,
                     }],
                 });
+                stepping.push(None);
             }
             if options.is_empty() {
                 break;
@@ -377,15 +407,16 @@ impl ConcurrentHost {
             let chosen = check.choose(&options)?;
             let time = check.now_ms() - crate::run::CLOCK_START_MS;
             steps.push(format!("{} at {time}", options[chosen].label));
-            if chosen == live.len() {
-                let event = plan.events[delivered];
-                delivered += 1;
-                self.start(check, &mut live, event, 1)?;
+            let Some(at) = stepping[chosen] else {
+                if let Some(&event) = plan.events.get(delivered) {
+                    delivered += 1;
+                    self.start(check, &mut live, event, 1)?;
+                }
                 continue;
-            }
-            let invocation = &mut live[chosen];
+            };
+            let invocation = &mut live[at];
             let name = check.event_name(invocation.event)?.to_string();
-            let effect = &self.effects[invocation.event as usize][invocation.next];
+            let effect = invocation.effects[invocation.next].clone();
             let index = invocation.next as u32;
             let decision = check.decide_offering(
                 &invocation.id,
@@ -408,12 +439,21 @@ impl ConcurrentHost {
                 died = decision == Decision::CrashAfter;
             }
             invocation.next += 1;
-            let (event, delivery) = (invocation.event, invocation.delivery);
-            if died || finished || invocation.next == self.effects[event as usize].len() {
-                live.remove(chosen);
-            }
-            if died && delivery <= self.retries && check.redeliver(event, delivery + 1)? {
-                self.start(check, &mut live, event, delivery + 1)?;
+            let hosts = !died && !effect.callee.is_empty();
+            if hosts {
+                invocation.waiting = true;
+                let callee = Live {
+                    id: format!("{}/{index}", invocation.id),
+                    event: invocation.event,
+                    delivery: invocation.delivery,
+                    effects: effect.callee.clone(),
+                    next: 0,
+                    caller: Some(invocation.id.clone()),
+                    waiting: false,
+                };
+                live.push(callee);
+            } else if died || finished || invocation.next == invocation.effects.len() {
+                self.end(check, &mut live, at, died)?;
             }
         }
         let state = self
@@ -430,15 +470,43 @@ impl ConcurrentHost {
         })
     }
 
+    /// Ends the live invocation at `at`: a callee's caller goes on (and ends too when that was
+    /// its last effect); a delivery that died is resent while the client has retries.
+    fn end(&self, check: &mut Check, live: &mut Vec<Live>, at: usize, died: bool) -> Result<()> {
+        let ended = live.remove(at);
+        match ended.caller {
+            Some(caller) => {
+                let Some(at) = live.iter().position(|i| i.id == caller) else {
+                    return Ok(());
+                };
+                live[at].waiting = false;
+                if live[at].next == live[at].effects.len() {
+                    self.end(check, live, at, false)?;
+                }
+            }
+            None => {
+                let (event, delivery) = (ended.event, ended.delivery);
+                if died && delivery <= self.retries && check.redeliver(event, delivery + 1)? {
+                    self.start(check, live, event, delivery + 1)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn start(&self, check: &Check, live: &mut Vec<Live>, event: u32, delivery: u32) -> Result<()> {
-        if self.effects[event as usize].is_empty() {
+        let effects = &self.effects[event as usize];
+        if effects.is_empty() {
             return Ok(());
         }
         live.push(Live {
             id: format!("{}#{delivery}", check.event_name(event)?),
             event,
             delivery,
+            effects: effects.clone(),
             next: 0,
+            caller: None,
+            waiting: false,
         });
         Ok(())
     }
