@@ -909,6 +909,7 @@ impl Check {
                     redeliveries_used: self.run.redeliveries_used(),
                     redeliveries_refused: self.run.redeliveries_refused(),
                     choices: self.run.choices().to_vec(),
+                    switches: self.run.switches().to_vec(),
                     trace: self.run.trace_lines().to_vec(),
                     fingerprint: self.run.fingerprint(),
                 };

@@ -20,6 +20,10 @@ pub const TRACE_LINES_MAX: usize = 100_000;
 /// Upper bound on distinct random streams per run.
 pub const STREAMS_MAX: usize = 100_000;
 
+/// Upper bound on the context switches a run records that it could have made (see
+/// `Run::switches`): enough for every point of any counterexample worth reading.
+pub const SWITCHES_MAX: usize = 10_000;
+
 const PATH_HASH_START: u64 = 0xcbf2_9ce4_8422_2325;
 const PATH_HASH_PRIME: u64 = 0x0000_0100_0000_01b3;
 /// An odd 64-bit constant (2^64 over the golden ratio) for the fingerprint's mixing.
@@ -54,6 +58,9 @@ pub struct Run {
     points: usize,
     /// The scheduling choices that were not the default.
     choices: Vec<Choice>,
+    /// Every choice other than the default the run could have made, in the order of its
+    /// points: kept in runs that keep a trace (the shrinker's), at most `SWITCHES_MAX`.
+    switches: Vec<Choice>,
     /// The process of the step that ran last, whose next step is the default choice.
     last_process: Option<String>,
     /// The step chosen last, until the `decide` of its effect.
@@ -83,6 +90,7 @@ impl Run {
             redeliveries_refused: 0,
             points: 0,
             choices: Vec::new(),
+            switches: Vec::new(),
             last_process: None,
             chosen: None,
             path_hash: PATH_HASH_START,
@@ -118,6 +126,18 @@ impl Run {
                 take: Step::of(&options[chosen]),
             });
         }
+        if self.tracing {
+            let others = options.iter().enumerate().filter(|(at, _)| *at != current);
+            for (_, option) in others {
+                if self.switches.len() == SWITCHES_MAX {
+                    break;
+                }
+                self.switches.push(Choice {
+                    instead: Some(Step::of(&options[current])),
+                    take: Step::of(option),
+                });
+            }
+        }
         self.fold_path(0x100 + chosen as u64);
         let step = &options[chosen];
         self.last_process = Some(step.process().to_string());
@@ -133,6 +153,12 @@ impl Run {
 
     pub fn choices(&self) -> &[Choice] {
         &self.choices
+    }
+
+    /// The context switches the run could have made, at most `SWITCHES_MAX`: at each point, in
+    /// order, a choice of each option other than the default (so `choices` are among them).
+    pub fn switches(&self) -> &[Choice] {
+        &self.switches
     }
 
     pub fn fold_path(&mut self, value: u64) {

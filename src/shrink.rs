@@ -18,15 +18,28 @@
 //! 3. remove one scheduling choice, first to last: that point then takes its default, which
 //!    continues the invocation that ran the last step, so every removal is one context switch
 //!    fewer and the invocation runs on towards completion;
-//! 4. lower the redeliveries to the smallest value that still fails.
+//! 4. with two choices or more, replace several by one context switch the best run could have
+//!    made (see `merges`): all of them, then each adjacent pair. Removing choices one at a time
+//!    stops at a local minimum: a race found as "defer the callee's write, run the other
+//!    request, then resume" needs both switches, while one switch made earlier ("start the
+//!    other request before the first one's call") races as well;
+//! 5. lower the redeliveries to the smallest value that still fails.
 //!
 //! A successful candidate is normalized to what its run actually did (the faults that fired,
-//! the redeliveries used), which replays identically. Every success makes the schedule strictly
-//! smaller, so shrinking ends; `shrink_runs_max` bounds it regardless.
+//! the redeliveries used, the choices made), which replays identically. Every success makes the
+//! schedule strictly smaller, so shrinking ends; `shrink_runs_max` bounds it regardless, and
+//! each pass of step 4 runs at most `MERGES_MAX` candidates.
 
 use crate::error::{Error, Result};
 use crate::invariant::Violation;
 use crate::schedule::{Choice, Fault, Schedule};
+
+/// Upper bound on the candidates of one pass that replaces choices by one switch, of those
+/// replacing the whole list, and of those replacing one pair: they count against
+/// `shrink_runs_max` like any other, and the pass only runs once no choice can go alone.
+pub const MERGES_MAX: usize = 64;
+const MERGES_OF_ALL_MAX: usize = 32;
+const MERGES_OF_A_PAIR_MAX: usize = 8;
 
 /// A schedule to run, and whether it must reproduce a recorded run exactly.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +59,9 @@ pub struct Outcome {
     pub redeliveries_refused: u32,
     /// The scheduling choices the run made that were not the default.
     pub choices: Vec<Choice>,
+    /// The context switches the run could have made, in the order of its points (see
+    /// `Run::switches`).
+    pub switches: Vec<Choice>,
     pub trace: Vec<String>,
     /// The run's fingerprint (see `Run::fingerprint`).
     pub fingerprint: u64,
@@ -73,6 +89,8 @@ enum Stage {
     Faults(usize, bool),
     /// Try removing the scheduling choice at this position.
     Choices(usize),
+    /// Try the choice list at this position of `Shrinker::merges`.
+    Merges(usize),
     /// Try this many redeliveries.
     Redeliveries(u32),
     Done,
@@ -91,6 +109,10 @@ pub struct Shrinker {
     runs_max: u64,
     /// The check's event names, to find the choices that name a removed event's invocations.
     events: Vec<String>,
+    /// The context switches the best run could have made.
+    switches: Vec<Choice>,
+    /// The choice lists the current merge pass tries (see `merges`).
+    merges: Vec<Vec<Choice>>,
 }
 
 impl Shrinker {
@@ -110,6 +132,8 @@ impl Shrinker {
             runs: 0,
             runs_max,
             events: Vec::new(),
+            switches: Vec::new(),
+            merges: Vec::new(),
         }
     }
 
@@ -137,8 +161,8 @@ impl Shrinker {
             self.stage = Stage::Done;
         }
         let best = &self.best.schedule;
-        // Each pass either yields a candidate or moves to a later stage; there are six.
-        for _ in 0..6 {
+        // Each pass either yields a candidate or moves to a later stage; there are seven.
+        for _ in 0..7 {
             let candidate = match self.stage {
                 Stage::Verify => Candidate {
                     schedule: best.clone(),
@@ -224,6 +248,20 @@ impl Shrinker {
                     }
                 }
                 Stage::Choices(_) => {
+                    self.merges = merges(&best.choices, &self.switches);
+                    self.stage = Stage::Merges(0);
+                    continue;
+                }
+                Stage::Merges(at) if at < self.merges.len() => {
+                    let mut schedule = best.clone();
+                    schedule.choices = self.merges[at].clone();
+                    Candidate {
+                        schedule,
+                        strict: false,
+                    }
+                }
+                Stage::Merges(_) => {
+                    self.merges.clear();
                     self.stage = Stage::Redeliveries(self.redeliveries_floor);
                     continue;
                 }
@@ -312,6 +350,15 @@ impl Shrinker {
                     Stage::Choices(at + 1)
                 };
             }
+            Stage::Merges(at) => {
+                self.stage = if success {
+                    self.accept(&candidate, outcome);
+                    self.merges.clear();
+                    Stage::Events(0, 0)
+                } else {
+                    Stage::Merges(at + 1)
+                };
+            }
             Stage::Redeliveries(count) => {
                 // Either way, every count up to this one has now been tried.
                 if success {
@@ -357,6 +404,7 @@ impl Shrinker {
         let Some(violation) = outcome.violation else {
             unreachable!("only violating runs are accepted");
         };
+        self.switches = outcome.switches;
         self.best = Best {
             schedule,
             message: violation.message,
@@ -364,6 +412,82 @@ impl Shrinker {
             fingerprint: outcome.fingerprint,
         };
     }
+}
+
+/// Choice lists with fewer context switches than `choices`, each replacing some of them by one
+/// of `switches` (every switch their run could have made, in the order of its points): first
+/// the whole list by one switch anywhere, then, with three choices or more, each adjacent pair
+/// by one switch between the choices around it, so that those still apply as before. Within a
+/// group, re-anchorings come first: the step a replaced choice took, taken at that choice's
+/// point or at an earlier one where it was pending, nearest first (a request started earlier
+/// often races as well); then every other switch of the group's points, nearest the first
+/// replaced choice first. A list that is `choices` without one choice is left out (the pass
+/// before tried it). At most `MERGES_OF_ALL_MAX` for the whole list, `MERGES_OF_A_PAIR_MAX`
+/// for a pair, `MERGES_MAX` in all; the order depends on the arguments only, so shrinking the
+/// same run gives the same schedule.
+fn merges(choices: &[Choice], switches: &[Choice]) -> Vec<Vec<Choice>> {
+    let count = choices.len();
+    if count < 2 {
+        return Vec::new();
+    }
+    // Where each choice was made among the switches; a choice past `SWITCHES_MAX` is placed
+    // after them all.
+    let mut positions = Vec::with_capacity(count);
+    let mut from = 0;
+    for choice in choices {
+        let at = switches[from.min(switches.len())..]
+            .iter()
+            .position(|s| s == choice)
+            .map_or(switches.len(), |at| from + at);
+        positions.push(at);
+        from = (at + 1).min(switches.len());
+    }
+    let mut groups = vec![(0, count - 1, MERGES_OF_ALL_MAX)];
+    if count >= 3 {
+        groups.extend((0..count - 1).map(|first| (first, first + 1, MERGES_OF_A_PAIR_MAX)));
+    }
+    let mut lists: Vec<Vec<Choice>> = Vec::new();
+    for (first, last, group_max) in groups {
+        let low = if first == 0 {
+            0
+        } else {
+            (positions[first - 1] + 1).min(switches.len())
+        };
+        let high = positions.get(last + 1).copied().unwrap_or(switches.len());
+        let window = low..high.max(low);
+        let mut order: Vec<usize> = Vec::new();
+        for k in first..=last {
+            let top = positions[k].min(window.end.saturating_sub(1));
+            let earlier = (window.start..=top).rev();
+            order.extend(
+                earlier.filter(|&at| window.contains(&at) && switches[at].take == choices[k].take),
+            );
+        }
+        let mut rest: Vec<usize> = window.clone().collect();
+        let anchor = positions[first];
+        rest.sort_by_key(|&at| (at.abs_diff(anchor), at));
+        order.extend(rest);
+        let mut taken = 0;
+        for at in order {
+            if taken == group_max || lists.len() == MERGES_MAX {
+                break;
+            }
+            let mut list = choices[..first].to_vec();
+            list.push(switches[at].clone());
+            list.extend_from_slice(&choices[last + 1..]);
+            let one_removed = list.len() == count - 1
+                && (0..count).any(|gone| {
+                    let without = choices[..gone].iter().chain(&choices[gone + 1..]);
+                    list.iter().eq(without)
+                });
+            if one_removed || lists.contains(&list) {
+                continue;
+            }
+            lists.push(list);
+            taken += 1;
+        }
+    }
+    lists
 }
 
 /// `best` without fault `at`, with the later deliveries of the fault's event renumbered one down
@@ -537,6 +661,7 @@ mod tests {
             redeliveries_used: used,
             redeliveries_refused: 0,
             choices: schedule.choices.clone(),
+            switches: vec![],
             trace: vec![format!("{schedule:?}")],
             fingerprint: fingerprint_of(schedule),
         }
@@ -621,6 +746,7 @@ mod tests {
                 redeliveries_used: 0,
                 redeliveries_refused: 0,
                 choices: vec![],
+                switches: vec![],
                 trace: vec![],
                 fingerprint: fingerprint_of(schedule),
             }
@@ -727,6 +853,7 @@ mod tests {
                 redeliveries_used: 1,
                 redeliveries_refused: 0,
                 choices: vec![],
+                switches: vec![],
                 trace: vec![],
                 fingerprint: 0,
             })
@@ -765,6 +892,7 @@ mod tests {
             redeliveries_used: 0,
             redeliveries_refused: 0,
             choices: vec![],
+            switches: vec![],
             trace: vec![],
             fingerprint: 7,
         };
@@ -810,6 +938,7 @@ mod tests {
                 redeliveries_used: u32::from(resent),
                 redeliveries_refused: u32::from(!resent),
                 choices: vec![],
+                switches: vec![],
                 trace: vec![],
                 fingerprint: fingerprint_of(schedule),
             }
@@ -910,6 +1039,7 @@ mod choice_tests {
             redeliveries_used: 0,
             redeliveries_refused: 0,
             choices: schedule.choices.clone(),
+            switches: vec![],
             trace: vec![format!("{:?}", schedule.choices)],
             fingerprint: 0,
         }
@@ -957,6 +1087,7 @@ mod choice_tests {
             redeliveries_used: schedule.redeliveries_max,
             redeliveries_refused: 0,
             choices: schedule.choices.clone(),
+            switches: vec![],
             trace: vec![format!("{:?} {:?}", schedule.faults, schedule.choices)],
             fingerprint: 0,
         }
@@ -990,5 +1121,131 @@ mod choice_tests {
         assert_eq!(best.faults, vec![]);
         assert_eq!(best.choices, vec![choice("req-1#1", "req-2#1")]);
         assert_eq!(best.redeliveries_max, 0);
+    }
+}
+
+#[cfg(test)]
+mod merge_tests {
+    use super::*;
+    use crate::schedule::Step;
+
+    /// Instead of `instead`'s next effect, `take`'s.
+    fn switch(instead: &str, take: &str) -> Choice {
+        let step = |invocation: &str| Step {
+            invocation: invocation.into(),
+            effect: Some(0),
+        };
+        Choice {
+            instead: Some(step(instead)),
+            take: step(take),
+        }
+    }
+
+    /// A run that breaks the invariant with one of `breaking` as its choices and could have
+    /// switched as `switches` say, whatever its choices.
+    fn run(schedule: &Schedule, breaking: &[Vec<Choice>], switches: &[Choice]) -> Outcome {
+        let broken = breaking.contains(&schedule.choices);
+        Outcome {
+            violation: broken.then(|| Violation {
+                invariant: "no-money-lost".into(),
+                message: "balance 400 + purchases 1200 is not 1000".into(),
+            }),
+            faults: vec![],
+            redeliveries_used: 0,
+            redeliveries_refused: 0,
+            choices: schedule.choices.clone(),
+            switches: switches.to_vec(),
+            trace: vec![],
+            fingerprint: 0,
+        }
+    }
+
+    /// Shrinks `choices`; answers the best choices and every candidate's.
+    fn shrink(
+        choices: Vec<Choice>,
+        breaking: &[Vec<Choice>],
+        switches: &[Choice],
+    ) -> (Vec<Choice>, Vec<Vec<Choice>>) {
+        let original = Schedule {
+            base_seed: 7,
+            events: vec![0],
+            faults: vec![],
+            redeliveries_max: 0,
+            choices,
+        };
+        let first = run(&original, breaking, switches);
+        let mut shrinker = Shrinker::new(original, first.violation.unwrap(), 0, 1_000);
+        let mut tried = Vec::new();
+        while let Some(candidate) = shrinker.next_candidate() {
+            tried.push(candidate.schedule.choices.clone());
+            shrinker
+                .report(run(&candidate.schedule, breaking, switches))
+                .unwrap();
+        }
+        (shrinker.best().schedule.choices.clone(), tried)
+    }
+
+    #[test]
+    fn replaces_two_choices_by_one_switch_made_earlier() {
+        // The race as found: deliver req-2 while req-1's callee waits, then run req-2's callee
+        // ahead of it. Delivering req-2 one point earlier races as well.
+        let deferred = switch("req-1#1/2", "req-2#1");
+        let resumed = switch("req-1#1/2", "req-2#1/1");
+        let earlier = switch("req-1#1", "req-2#1");
+        let switches = vec![
+            switch("req-1#1", "req-2#1"),
+            earlier.clone(),
+            deferred.clone(),
+            switch("req-2#1", "req-1#1/2"),
+            resumed.clone(),
+        ];
+        let breaking = [
+            vec![deferred.clone(), resumed.clone()],
+            vec![earlier.clone()],
+        ];
+        let (best, tried) = shrink(vec![deferred, resumed], &breaking, &switches);
+        assert_eq!(best, vec![earlier.clone()]);
+        // The verifying replay, each choice dropped alone, then the re-anchored switch (the
+        // choice that deferred the callee, taken one point earlier).
+        assert_eq!(tried[3], vec![earlier], "{tried:?}");
+    }
+
+    #[test]
+    fn replaces_a_pair_of_choices_by_one() {
+        let first = switch("a", "b");
+        let second = switch("b", "c");
+        let third = switch("c", "a");
+        let merged = switch("b", "a");
+        let switches = vec![
+            first.clone(),
+            switch("a", "c"),
+            merged.clone(),
+            second.clone(),
+            third.clone(),
+        ];
+        let breaking = [
+            vec![first.clone(), second.clone(), third.clone()],
+            vec![first.clone(), merged.clone()],
+        ];
+        let (best, _) = shrink(vec![first.clone(), second, third], &breaking, &switches);
+        assert_eq!(best, vec![first, merged]);
+    }
+
+    #[test]
+    fn bounds_the_merge_candidates_and_orders_them_the_same_every_time() {
+        let switches: Vec<Choice> = (0..1_000)
+            .map(|n| switch(&format!("s-{n}"), &format!("t-{}", n % 7)))
+            .collect();
+        let choices: Vec<Choice> = switches.iter().step_by(100).cloned().collect();
+        let breaking = [choices.clone()];
+        let (best, tried) = shrink(choices.clone(), &breaking, &switches);
+        assert_eq!(best, choices);
+        // The verifying replay, ten removals, then the merges.
+        let merges = tried.len() - 1 - choices.len();
+        assert_eq!(merges, MERGES_MAX);
+        assert!(tried[1 + choices.len()..]
+            .iter()
+            .all(|c| c.len() < choices.len()));
+        assert_eq!(shrink(choices, &breaking, &switches).1, tried);
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::*;
-use crate::config::StrategyKind;
+use crate::config::{InvariantSpec, StrategyKind};
 use crate::shard::Shard;
 use crate::testing::{
     check_then_insert, config, one_charge_per_order, read_then_write, ConcurrentHost, FakeEffect,
@@ -624,4 +624,115 @@ fn auto_keeps_searching_a_tree_a_little_larger_than_the_budget_covers() {
         ),
         "{verdict:?}"
     );
+}
+
+/// A shop that pays from a wallet Worker over a service binding: it checks the purchase is new,
+/// asks the wallet for the balance, tells it the new balance (what it read minus the price),
+/// and records the purchase. Each call hosts a callee invocation with one D1 statement.
+fn shop_over_a_wallet() -> Vec<FakeEffect> {
+    vec![
+        FakeEffect::sql(
+            "D1:DB first",
+            "DB",
+            "SELECT id FROM purchases WHERE id = 'p-$N'",
+        )
+        .stop_if_rows(),
+        FakeEffect::call(
+            "Service:WALLET balance",
+            vec![FakeEffect::sql(
+                "D1:wallet first",
+                "DB",
+                "INSERT INTO read_$N SELECT cents FROM balances",
+            )],
+        ),
+        FakeEffect::call(
+            "Service:WALLET setBalance",
+            vec![FakeEffect::sql(
+                "D1:wallet run",
+                "DB",
+                "UPDATE balances SET cents = (SELECT cents FROM read_$N) - 600",
+            )],
+        ),
+        FakeEffect::sql(
+            "D1:DB run",
+            "DB",
+            "INSERT INTO purchases (id, cents) VALUES ('p-$N', 600)",
+        ),
+    ]
+}
+
+/// A check of two purchases through `shop_over_a_wallet`, whose invariant is that the money
+/// spent and the balance left add up to what there was.
+fn wallet_check(replay: Option<&str>) -> (CheckConfig, Check) {
+    let mut config = config(2, 0, 0);
+    config.invariants = vec![InvariantSpec::Conserved {
+        name: "no-money-lost".into(),
+        db: "DB".into(),
+        sql: "SELECT (SELECT cents FROM balances) + \
+              (SELECT COALESCE(SUM(cents), 0) FROM purchases)"
+            .into(),
+    }];
+    config.max_concurrent_invocations = 2;
+    config.replay = replay.map(str::to_string);
+    let mut check = Check::new(config.clone()).unwrap();
+    check.d1_open("DB").unwrap();
+    check
+        .d1_setup(
+            "DB",
+            "CREATE TABLE balances (cents INTEGER); INSERT INTO balances VALUES (1000);
+             CREATE TABLE purchases (id TEXT PRIMARY KEY, cents INTEGER);
+             CREATE TABLE read_1 (cents INTEGER); CREATE TABLE read_2 (cents INTEGER);",
+        )
+        .unwrap();
+    check.seal().unwrap();
+    (config, check)
+}
+
+#[test]
+fn shrinking_finds_the_one_context_switch_where_two_were_made() {
+    let host = ConcurrentHost::new(vec![shop_over_a_wallet(), shop_over_a_wallet()], 2);
+    let seed = format!("{:016x}:1,2:-:0", fnv1a("checkout"));
+    let replayed = |choices: &str| {
+        let (_, mut check) = wallet_check(Some(&format!("{seed}:{choices}")));
+        host.check(&mut check).unwrap().1
+    };
+    // The search finds the lost update with two switches: deliver req-2 while req-1's
+    // setBalance callee waits, then run req-2's balance callee ahead of it. Neither alone
+    // races, so dropping switches one at a time keeps both.
+    let found = "1.1/2@0=2.1,1.1/2@0=2.1/1@0";
+    assert!(matches!(replayed(found), Verdict::Violated { .. }));
+    for alone in found.split(',') {
+        assert!(matches!(replayed(alone), Verdict::Held { .. }), "{alone}");
+    }
+    let (config, mut check) = wallet_check(None);
+    let mut found_with = None;
+    while let Some(plan) = check.next_run(0).unwrap() {
+        let run = host.play_run(&mut check, plan).unwrap();
+        if run.end.violated.is_some() && found_with.is_none() {
+            found_with = Some(Schedule {
+                base_seed: check.run.base_seed(),
+                events: vec![0, 1],
+                faults: vec![],
+                redeliveries_max: 0,
+                choices: check.run.choices().to_vec(),
+            });
+        }
+    }
+    assert_eq!(
+        found_with.unwrap().encode(&config.events),
+        format!("{seed}:{found}")
+    );
+    let Verdict::Violated {
+        invariant,
+        run_seed,
+        shrink_runs,
+        ..
+    } = check.verdict().unwrap()
+    else {
+        panic!("expected the lost update");
+    };
+    assert_eq!(invariant, "no-money-lost");
+    // One switch made earlier races as well: deliver req-2 instead of req-1's setBalance call.
+    assert_eq!(run_seed, format!("{seed}:1.1@2=2.1"));
+    assert!(shrink_runs < 20, "{shrink_runs} shrink runs");
 }
