@@ -200,6 +200,24 @@ describe("a promise a module shares between requests", () => {
   });
 });
 
+describe("a read-then-write of a balance over a service binding (two Workers)", () => {
+  it("shrinks to the one context switch the race needs", async () => {
+    // The search finds it with two switches (deliver req-2 while req-1's setBalance callee
+    // waits, then run req-2's balance callee ahead of it), neither of which races alone; one
+    // switch made earlier does: deliver req-2 instead of req-1's setBalance call.
+    const result = violated(await check(fixture("wallet-rpc/shop.sim.ts")));
+    expect(result.message).toBe("purchases total 1200 cents but Ada only had 1000");
+    const choices = result.runSeed.split(":")[4]?.split(",");
+    expect(choices).toEqual(["1.1@2=2.1"]);
+    // Both purchases read the balance before either writes it back.
+    const order = steps(result.trace);
+    const reads = order.flatMap((s, i) => (s.includes("D1:wallet/DB first") ? [i] : []));
+    const writes = order.flatMap((s, i) => (s.includes("D1:wallet/DB run") ? [i] : []));
+    expect(reads).toHaveLength(2);
+    expect(Math.max(...reads)).toBeLessThan(Math.min(...writes));
+  });
+});
+
 /**
  * Small scenarios, interleaved: partial-order reduction must give the verdict plain exhaustive
  * search gives, with no more runs, and with far fewer runs in all.
