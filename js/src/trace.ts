@@ -251,12 +251,21 @@ export function renderTrace(trace: readonly string[]): string {
       case "call":
         line(depthNow + 1, step.text);
         break;
-      case "outcome":
+      case "outcome": {
         at(
           enter(step.invocation),
           `${who(step.invocation)}${step.detail ? `${step.what} ${step.detail}` : step.what}`,
         );
+        // A callee that returned (or died) hands the run back to its caller: the binding calls
+        // traced next are the caller's, under the effect that hosted the callee.
+        const cut = step.invocation.lastIndexOf("/");
+        if (cut > 0 && step.what !== "finished") {
+          const caller = step.invocation.slice(0, cut);
+          current = caller;
+          depthNow = 2 * depthOf(caller) + 1;
+        }
         break;
+      }
       case "other":
         if (step.invocation !== undefined) at(enter(step.invocation), `${who(step.invocation)}${step.text}`);
         else if (inEffect) line(depthNow + 1, step.text);

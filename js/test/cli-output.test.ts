@@ -434,6 +434,32 @@ describe("an interleaved run, step by step", () => {
     ]);
   });
 
+  it("puts a caller's binding calls after its callee returned under the caller, not the callee", () => {
+    const text = renderTrace([
+      "deliver req-1#1",
+      "req-1#1 effect #0 DO:WALLET withdraw: proceed",
+      "schedule: 2 pending, took req-1#1/0 effect #0",
+      "req-1#1/0 effect #0 DO:RISK assess: proceed",
+      '  DO:RiskDesk/"global" storage.put("seen", 1)',
+      "req-1#1/0/0 returned true",
+      '  DO:Wallet/"ada" storage.put({"balance":30})',
+      "req-1#1/0 returned 30",
+      "req-1#1 answered 200 ok",
+    ]);
+    expect(text.split("\n")).toEqual([
+      "deliver req-1#1",
+      "  req-1#1 effect #0 DO:WALLET withdraw: proceed",
+      "    req-1#1/0, hosted by req-1#1 effect #0",
+      "      req-1#1/0 effect #0 DO:RISK assess: proceed",
+      '        DO:RiskDesk/"global" storage.put("seen", 1)',
+      "        req-1#1/0/0, hosted by req-1#1/0 effect #0",
+      "          req-1#1/0/0 returned true",
+      '        DO:Wallet/"ada" storage.put({"balance":30})',
+      "      req-1#1/0 returned 30",
+      "  req-1#1 answered 200 ok",
+    ]);
+  });
+
   it("names the invocation of every line about one, such as a call that failed when its object reset", () => {
     const text = renderTrace([
       "deliver req-1#1",
