@@ -25,6 +25,10 @@ describe.each(["node", "workerd"] as const)("on the %s runtime", (runtime) => {
     expect(await check(fixture("env.sim.ts"), { runtime })).toMatchObject({ verdict: "BOUNDED" });
   });
 
+  it("every clock a Worker reads is the run's, counted from the epoch as workerd counts it", async () => {
+    expect(await check(fixture("clock.sim.ts"), { runtime })).toMatchObject({ verdict: "BOUNDED" });
+  });
+
   it("a promise the Worker rejects and nothing handles is logged, and the request answers", async () => {
     const result = violated(await check(fixture("unhandled.sim.ts"), { runtime }));
     expect(result.message).toBe("req-1#1 was answered 201, not 200");

@@ -107,19 +107,15 @@ export const real = {
 } as const;
 
 let source: DeterminismSource | undefined;
-/** The virtual time `performance.now()` counts from: the clock when the source was activated. */
-let originMs = 0;
 let installed = false;
 
 /** Makes `next` the source for the wrappers until the returned function is called. */
 export function activate(next: DeterminismSource): () => void {
   install();
-  const previous = { source, originMs };
+  const previous = source;
   source = next;
-  originMs = next.nowMs();
   return () => {
-    source = previous.source;
-    originMs = previous.originMs;
+    source = previous;
   };
 }
 
@@ -181,7 +177,19 @@ function install(): void {
       ? source.fetch(input, init)
       : realFetch(input as string, init as RequestInit)) as typeof fetch;
 
-  performance.now = () => (source ? source.nowMs() - originMs : realPerformanceNow());
+  // workerd's performance clock is the Unix epoch's: timeOrigin 0, so now() is Date.now().
+  performance.now = () => (source ? source.nowMs() : realPerformanceNow());
+  const realTimeOrigin = performance.timeOrigin;
+  try {
+    Object.defineProperty(performance, "timeOrigin", {
+      configurable: true,
+      enumerable: true,
+      get: () => (source ? 0 : realTimeOrigin),
+    });
+  } catch {
+    // A runtime whose timeOrigin cannot be replaced has workerd's own (inside workerd, 0).
+  }
+  installProcessClock();
 
   // Timers: the run's own while a run is active, so they fire on its clock, in its order. The
   // originals are called on the global object, as workerd requires of its timers.
@@ -455,6 +463,33 @@ function installWorkersGlobals(): void {
  * environment (its API keys among it) must not reach Worker code, nor make a check depend on the
  * machine it runs on. Outside a run, the process's own.
  */
+/**
+ * `process.hrtime()`, `process.hrtime.bigint()` and `process.uptime()` on the run's clock, as
+ * workerd's `process` answers them (the time since the Unix epoch, and an uptime of 0), so that a
+ * Worker with Node.js compatibility cannot read the machine's clock through them.
+ */
+function installProcessClock(): void {
+  const proc = (globalThis as unknown as { process?: Record<string, unknown> }).process;
+  const realHrtime = proc?.hrtime as ((previous?: [number, number]) => [number, number]) | undefined;
+  if (!proc || typeof realHrtime !== "function") return;
+  const realBigint = (realHrtime as unknown as { bigint: () => bigint }).bigint;
+  const realUptime = proc.uptime as () => number;
+  const nanos = (ms: number): bigint => BigInt(Math.floor(ms)) * 1_000_000n;
+  const hrtime = (previous?: [number, number]): [number, number] => {
+    if (!source) return realHrtime.call(proc, previous);
+    const now = nanos(source.nowMs());
+    const since = previous ? now - (BigInt(previous[0]) * 1_000_000_000n + BigInt(previous[1])) : now;
+    return [Number(since / 1_000_000_000n), Number(since % 1_000_000_000n)];
+  };
+  hrtime.bigint = (): bigint => (source ? nanos(source.nowMs()) : realBigint.call(realHrtime));
+  try {
+    proc.hrtime = hrtime;
+    proc.uptime = () => (source ? 0 : realUptime.call(proc));
+  } catch {
+    // A runtime whose process clock cannot be replaced keeps its own (workerd's is the epoch's).
+  }
+}
+
 function installProcessEnv(): void {
   const platform = globalThis as { process?: { env?: unknown } };
   const proc = platform.process;
