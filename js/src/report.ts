@@ -113,6 +113,13 @@ function interleaving(result: Extract<CheckResult, { verdict: "VIOLATED" }>): st
     if (step.kind === "outcome" && step.what === "answered") {
       return [`${step.invocation} answered ${step.detail.split(" ")[0]}`];
     }
+    // A request whose handler threw is answered 500 by the runtime.
+    if (step.kind === "outcome" && step.what === "threw" && !step.invocation.includes("/")) {
+      const error = step.detail.split("\n")[0] ?? "";
+      return [
+        `${step.invocation} threw, so it was answered 500: ${error.length > 100 ? `${error.slice(0, 100)}…` : error}`,
+      ];
+    }
     return [];
   });
   const shown = steps.slice(0, INTERLEAVING_LINES_MAX).map((step) => `  ${step}`);

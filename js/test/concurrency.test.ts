@@ -39,6 +39,16 @@ function interleaved(scenario: string, n: number): string {
   return copy;
 }
 
+describe("the steps of an interleaved counterexample", () => {
+  it("say that a request whose handler threw was answered 500, and why", async () => {
+    const file = new URL("fixtures/concurrency/throws/throws.sim.ts", import.meta.url).pathname;
+    const report = renderReport(violated(await check(file)));
+    expect(report).toContain(
+      "  req-2#1 threw, so it was answered 500: Error: D1_ERROR: no such table: orders: SQLITE_ERROR",
+    );
+  });
+});
+
 describe("a check-then-insert race in D1 (examples/signup-race)", () => {
   it("is VIOLATED with no fault: the second lookup runs before the first insert", async () => {
     const result = violated(await check(example("signup-race/signup.sim.ts")));
