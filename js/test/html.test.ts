@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { type CheckResult, check } from "../src/check.ts";
+import { findCulprits } from "../src/html/culprits.ts";
 import { parseStatement, parseTrace } from "../src/html/trace.ts";
 import { renderHtml } from "../src/html.ts";
 import { countColour, readPng } from "./png.ts";
@@ -241,6 +242,24 @@ describe("a race's page", () => {
   });
 });
 
+describe("the writes a unique invariant is about", () => {
+  it("are the writes into its table, not others that carry the same value", () => {
+    const run = (n: number) => [
+      `deliver req-${n}#1`,
+      `req-${n}#1 effect #0 D1:DB run: proceed`,
+      `  D1 DB: INSERT INTO payments (order_id, amount) VALUES (?1, ?2) ["o-1", ${n}] -> 1 changed`,
+      `req-${n}#1 effect #1 D1:DB run: proceed`,
+      `  D1 DB: UPDATE orders SET status = 'paid' WHERE id = ?1 ["o-1"] -> 1 changed`,
+    ];
+    const { steps } = parseTrace([...run(1), ...run(2)]);
+    const culprits = findCulprits('2 rows of payments in D1:DB share order_id = "o-1"', steps);
+    expect([...culprits.statements.keys()].map((s) => s.sql)).toEqual([
+      "INSERT INTO payments (order_id, amount) VALUES (?1, ?2)",
+      "INSERT INTO payments (order_id, amount) VALUES (?1, ?2)",
+    ]);
+  });
+});
+
 describe("pages without a counterexample", () => {
   it("BOUNDED says what was covered", async () => {
     const result = await check(join(examples, "service-binding/checkout.fixed.sim.ts"));
@@ -315,7 +334,7 @@ describe("escaping", () => {
     shrinkRuns: 2,
     invariant: `inv${evil}`,
     // The engine prints a shared text value as JSON, as it prints parameters.
-    message: `2 rows of t${evil} in D1:DB share k = ${JSON.stringify(evil)}`,
+    message: `2 rows of t in D1:DB share k = ${JSON.stringify(evil)}`,
     runSeed: `1:2:${evil}`,
     eventsKept: [evil],
     faults: [{ kind: "crash_after", invocation: `req-1#1`, effect: 0, label: `Service:P${evil} m` }],

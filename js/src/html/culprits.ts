@@ -35,7 +35,7 @@ export function findCulprits(message: string, steps: readonly Step[]): Culprits 
     const statements = new Map<Statement, string>();
     for (const s of writes) {
       const all = values.length > 0 && values.every((v) => s.params.includes(v) || s.sql.includes(v));
-      if (s.db === db && all) statements.set(s, `row with ${share}`);
+      if (s.db === db && all && writesInto(s.sql, table)) statements.set(s, `row with ${share}`);
     }
     return { statements, unique: { count: Number(count), table, db, share } };
   }
@@ -47,6 +47,20 @@ export function findCulprits(message: string, steps: readonly Step[]): Culprits 
     if (named.length > 0) statements.set(s, `${named.join(", ")} named by the invariant`);
   }
   return { statements };
+}
+
+/** The table a write names first (`INSERT INTO t`, `UPDATE OR IGNORE t`, `DELETE FROM t`). */
+const TARGET =
+  /^\s*(?:(?:INSERT|REPLACE|UPSERT)(?:\s+OR\s+\w+)?\s+INTO|UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM)\s+["`[]?(?:\w+["`\]]?\.["`[]?)?(\w+)/i;
+
+/**
+ * Whether `sql` writes into `table`, by the table its statement names: a write that names
+ * another table only shares a value with the rows (an order id in a status update). A statement
+ * this cannot read counts, so that a write is never hidden for want of parsing it.
+ */
+function writesInto(sql: string, table: string): boolean {
+  const target = sql.match(TARGET)?.[1];
+  return target === undefined || target.toLowerCase() === table.toLowerCase();
 }
 
 /** `order_id = "o-2"` → [`"o-2"`]; `(a, b) = ("x", 2)` → [`"x"`, `2`], as parameters print. */
