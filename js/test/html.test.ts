@@ -243,7 +243,7 @@ describe("a race's page", () => {
 });
 
 describe("the writes a unique invariant is about", () => {
-  it("are the writes into its table, not others that carry the same value", () => {
+  it("are the writes into its table that changed a row, not others that carry the same value", () => {
     const run = (n: number) => [
       `deliver req-${n}#1`,
       `req-${n}#1 effect #0 D1:DB run: proceed`,
@@ -251,7 +251,12 @@ describe("the writes a unique invariant is about", () => {
       `req-${n}#1 effect #1 D1:DB run: proceed`,
       `  D1 DB: UPDATE orders SET status = 'paid' WHERE id = ?1 ["o-1"] -> 1 changed`,
     ];
-    const { steps } = parseTrace([...run(1), ...run(2)]);
+    const { steps } = parseTrace([
+      ...run(1),
+      ...run(2),
+      "req-3#1 effect #0 D1:DB run: proceed",
+      `  D1 DB: INSERT OR IGNORE INTO payments (order_id, amount) VALUES (?1, ?2) ["o-1", 3] -> 0 changed`,
+    ]);
     const culprits = findCulprits('2 rows of payments in D1:DB share order_id = "o-1"', steps);
     expect([...culprits.statements.keys()].map((s) => s.sql)).toEqual([
       "INSERT INTO payments (order_id, amount) VALUES (?1, ?2)",

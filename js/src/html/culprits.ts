@@ -25,9 +25,10 @@ const WRITE = /^\s*(?:INSERT|REPLACE|UPDATE|DELETE|UPSERT)\b/i;
 const NAMED_MIN = 3;
 
 export function findCulprits(message: string, steps: readonly Step[]): Culprits {
+  // A write that changed no row wrote nothing the invariant could be about.
   const writes = steps
     .flatMap((step) => step.statements)
-    .filter((s) => WRITE.test(s.sql) && !s.db.includes(":"));
+    .filter((s) => WRITE.test(s.sql) && !s.db.includes(":") && s.result !== "0 changed");
   const unique = message.match(/^(\d+) rows of ([\s\S]+) in D1:(\S+) share ([\s\S]+)$/);
   if (unique) {
     const [, count, table, db, share] = unique as unknown as [string, string, string, string, string];
