@@ -537,6 +537,13 @@ fn transient_faults_are_found_shrunk_and_replayed() {
         trace[2],
         "req-2#1 effect #1 Queue:JOBS send: transient_error"
     );
+    // The trace ends with what the invariant's own query read: the row that breaks it.
+    assert_eq!(
+        trace.last().map(String::as_str),
+        Some(
+            "  D1 DB: SELECT id FROM orders WHERE id NOT IN (SELECT id FROM sent) ORDER BY id -> 1 rows (\"o-2\")"
+        )
+    );
 
     let mut replay_config = config(2, 1, 1);
     replay_config.replay = Some(run_seed.clone());
