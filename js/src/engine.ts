@@ -138,7 +138,7 @@ export interface RunPlan {
  * the binding's documented transient error (the host raises it), and the invocation lives on.
  */
 /** Where the engine's virtual clock starts (src/run.rs `CLOCK_START_MS`): 2026-01-01T00:00:00Z. */
-export const CLOCK_START_MS = Date.UTC(2026, 0, 1);
+export const CLOCK_START_MS: number = Date.UTC(2026, 0, 1);
 
 /** The most redeliveries of one event (or piece of platform work) the engine explores. */
 export const REDELIVERIES_MAX = 64;

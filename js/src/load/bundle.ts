@@ -126,9 +126,13 @@ export function factoryBody(bundle: string): string {
  * both runtimes: a CommonJS factory body whose `cloudflare:*` and `node:*` imports and
  * CompiledWasm modules are left to the runtime that instantiates it. A dynamic `import()` becomes
  * a promise of `require`, so the runtime's modules reach it as they reach a static import (Node's
- * vm would otherwise fail every `import()` the bundle keeps).
+ * vm would otherwise fail every `import()` the bundle keeps). Not written: the bundle is kept in
+ * memory (`outputFiles`).
  */
-export function workerBuildOptions(file: string, config?: BundleConfig) {
+export function workerBuildOptions(
+  file: string,
+  config?: BundleConfig,
+): BuildOptions & { readonly write: false } {
   return {
     // The config's `define` over wrangler's own, as wrangler hands them to esbuild.
     define: { ...builtInDefines(config), ...config?.define },

@@ -485,7 +485,7 @@ const CONCURRENT_INVOCATIONS_MAX = 64;
 /** The engine's limits on faults per run and redeliveries per event. */
 const FAULTS_PER_RUN_MAX = 16;
 /** A budget the engine can hold; about 285 millennia, so never a limit in practice. */
-export const BUDGET_MS_MAX = Number.MAX_SAFE_INTEGER;
+export const BUDGET_MS_MAX: number = Number.MAX_SAFE_INTEGER;
 
 const BOUNDS = ["maxFaultsPerRun", "maxRedeliveries", "maxConcurrentInvocations", "budgetMs"] as const;
 
