@@ -1,5 +1,5 @@
 import { d1Schema, defineScenario, http, invariant, service } from "eutaxy/cloudflare";
-import type { WelcomeMail } from "./worker.ts";
+import type { WelcomeMail } from "./worker";
 
 // Two people sign up, and the first signs up again later (that one is rightly answered 409).
 const signups = [

@@ -9,7 +9,7 @@
  * not send twice.
  */
 
-import { type Env, readSignup } from "./worker.ts";
+import { type Env, readSignup } from "./worker";
 
 interface Account {
   readonly id: string;

@@ -5,7 +5,7 @@
  */
 
 import { vi } from "vitest";
-import type { Env, WelcomeMail } from "../worker.ts";
+import type { Env, WelcomeMail } from "../worker";
 
 interface Row {
   id: string;

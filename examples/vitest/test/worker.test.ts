@@ -5,9 +5,9 @@
  */
 
 import { describe, expect, it } from "vitest";
-import fixed from "../worker.fixed.ts";
-import planted from "../worker.ts";
-import { fakeEnv } from "./fake-env.ts";
+import planted from "../worker";
+import fixed from "../worker.fixed";
+import { fakeEnv } from "./fake-env";
 
 function signup(body: unknown): Request {
   return new Request("https://signup.example/signup", { method: "POST", body: JSON.stringify(body) });
