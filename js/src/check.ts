@@ -58,9 +58,18 @@ export const DEFAULT_BOUNDS: ResolvedBounds = {
 };
 
 export async function check(scenarioPath: string, options: CheckOptions = {}): Promise<CheckResult> {
+  // The options are checked before the scenario is loaded, which takes a bundle and an import.
   const runtime = options.runtime ?? "node";
   if (!RUNTIMES.includes(runtime)) {
     throw new InputError(undefined, `--runtime ${runtime}: the runtimes are ${RUNTIMES.join(" and ")}`);
+  }
+  const strategy = options.strategy ?? "auto";
+  if (!STRATEGIES.includes(strategy)) {
+    throw new InputError(undefined, `--strategy ${strategy}: the strategies are ${STRATEGIES.join(", ")}`);
+  }
+  const pctDepth = options.pctDepth ?? 3;
+  if (!Number.isInteger(pctDepth) || pctDepth < 1 || pctDepth > 16) {
+    throw new InputError(undefined, `--pct-depth must be a whole number from 1 to 16, not ${pctDepth}`);
   }
   const loaded = await loadScenario(scenarioPath);
   const { scenario } = loaded;
@@ -74,14 +83,6 @@ export async function check(scenarioPath: string, options: CheckOptions = {}): P
       undefined,
       `the budget must be a positive whole number of milliseconds, not ${bounds.budgetMs}`,
     );
-  }
-  const strategy = options.strategy ?? "auto";
-  if (!STRATEGIES.includes(strategy)) {
-    throw new InputError(undefined, `--strategy ${strategy}: the strategies are ${STRATEGIES.join(", ")}`);
-  }
-  const pctDepth = options.pctDepth ?? 3;
-  if (!Number.isInteger(pctDepth) || pctDepth < 1 || pctDepth > 16) {
-    throw new InputError(undefined, `--pct-depth must be a whole number from 1 to 16, not ${pctDepth}`);
   }
   const world = await buildWorld(loaded);
   const exploration = {

@@ -9,6 +9,7 @@ import { accessSync, constants, readFileSync, statSync, writeFileSync } from "no
 import { dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { CheckOptions, CheckResult } from "./check.ts";
+import { closest } from "./closest.ts";
 import { colorEnabled, paintVerdict } from "./color.ts";
 import { ExitCode, InputError, SimulationError, shown } from "./errors.ts";
 import { renderHtml } from "./html.ts";
@@ -23,6 +24,7 @@ import { renderCounterexample, renderReplay } from "./trace.ts";
 interface OptionSpec {
   readonly type: "string" | "boolean";
   readonly value?: string;
+  readonly short?: string;
   readonly help: string;
 }
 
@@ -74,7 +76,7 @@ const OPTIONS = {
     help: "also write the result as a self-contained HTML page to FILE: the counterexample as a sequence diagram",
   },
   trace: { type: "boolean", help: "after a VIOLATED report, print the counterexample run step by step" },
-  help: { type: "boolean", help: "show this help" },
+  help: { type: "boolean", short: "h", help: "show this help" },
   version: { type: "boolean", help: "print eutaxy's version" },
 } as const satisfies Record<string, OptionSpec>;
 
@@ -91,13 +93,11 @@ const EXIT_CODES = [
 
 function usage(): string {
   const options = Object.entries(OPTIONS).map(([name, spec]) => {
-    const flag = `--${name}${"value" in spec ? ` ${spec.value}` : ""}`;
+    const flag = `--${name}${"value" in spec ? ` ${spec.value}` : ""}${"short" in spec ? `, -${spec.short}` : ""}`;
     return `  ${flag.padEnd(22)} ${spec.help}`;
   });
   return [
-    "Usage: eutaxy check <scenario.sim.ts> [options]",
-    "       eutaxy replay <scenario.sim.ts> <RUN_SEED> [options]",
-    "       eutaxy merge <result.json>... [--json]",
+    ...SYNOPSIS,
     "",
     "check runs the scenario's Workers in one deterministic simulation, injects a crash before or",
     "after every binding call within the bounds, resends what got no answer, and checks the",
@@ -146,7 +146,19 @@ function exitCodeOf(result: CheckResult): number {
   }
 }
 
-type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>["values"];
+/** The options' values, once the command line is read and checked against `OPTIONS`. */
+type Values = {
+  -readonly [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "string" ? string : boolean;
+};
+
+const COMMANDS = ["check", "replay", "merge"] as const;
+
+/** The forms of the command, for `--help` and for a command line with no arguments. */
+const SYNOPSIS = [
+  "Usage: eutaxy check <scenario.sim.ts> [options]",
+  "       eutaxy replay <scenario.sim.ts> <RUN_SEED> [options]",
+  "       eutaxy merge <result.json>... [--json]",
+];
 
 /** What a command line asks for, once read and checked. */
 interface Request {
@@ -161,20 +173,21 @@ interface Request {
 /** Reads the positionals and options; a string is the problem, for stderr and exit 2. */
 function request(values: Values, positionals: readonly string[]): Request | string {
   const [command, scenario, ...rest] = positionals;
+  if (command !== "check" && command !== "replay") return unknownCommand(command ?? "");
+  const problem = command === "check" ? checkArguments(positionals) : replayArguments(positionals);
+  if (problem !== undefined) return problem;
   let runSeed: string | undefined;
-  if (command === "check" && scenario && rest.length === 0) {
+  if (command === "check") {
     runSeed = values.replay;
-  } else if (command === "replay" && scenario && rest.length === 1) {
+  } else {
     if (values.replay !== undefined) return "replay takes the run seed as its argument, not --replay";
     runSeed = rest[0];
-  } else {
-    return "expected `eutaxy check <scenario.sim.ts>` or `eutaxy replay <scenario.sim.ts> <RUN_SEED>`";
   }
   let budgetMs: number | undefined;
   if (values["budget-ms"] !== undefined) {
     budgetMs = Number(values["budget-ms"]);
-    if (!Number.isSafeInteger(budgetMs) || budgetMs <= 0) {
-      return "--budget-ms must be a positive whole number of milliseconds, at most 9007199254740991";
+    if (!/^\d+$/.test(values["budget-ms"]) || !Number.isSafeInteger(budgetMs) || budgetMs <= 0) {
+      return `--budget-ms must be a whole number of milliseconds from 1 to ${Number.MAX_SAFE_INTEGER}, not ${values["budget-ms"]}`;
     }
   }
   let shard: CheckOptions["shard"];
@@ -204,7 +217,96 @@ function request(values: Values, positionals: readonly string[]): Request | stri
     ...(values["pct-depth"] === undefined ? {} : { pctDepth: Number(values["pct-depth"]) }),
     ...(values["no-reduction"] ? { partialOrderReduction: false } : {}),
   };
-  return { command, scenario, options, workers: Number(values.workers ?? 1), values };
+  return { command, scenario: scenario as string, options, workers: Number(values.workers ?? 1), values };
+}
+
+/** What is wrong with `eutaxy check`'s arguments, if anything: it takes one scenario file. */
+function checkArguments([, scenario, ...rest]: readonly string[]): string | undefined {
+  if (scenario === undefined) return "check needs a scenario file: eutaxy check <scenario.sim.ts>";
+  if (rest.length === 0) return undefined;
+  if (rest.length === 1 && looksLikeRunSeed(rest[0] as string)) {
+    return `check takes one scenario file; to run a run seed, eutaxy check ${scenario} --replay ${rest[0]} (or eutaxy replay ${scenario} ${rest[0]})`;
+  }
+  const files = [scenario, ...rest];
+  return `check takes one scenario file, and was given ${files.length}: ${listed(files)} (a shell glob such as *.sim.ts expands to every file it matches; run eutaxy check once for each)`;
+}
+
+/** What is wrong with `eutaxy replay`'s arguments, if anything: a scenario file and a run seed. */
+function replayArguments([, scenario, ...rest]: readonly string[]): string | undefined {
+  if (scenario === undefined) {
+    return "replay needs a scenario file and a run seed: eutaxy replay <scenario.sim.ts> <RUN_SEED>";
+  }
+  if (rest.length === 0) {
+    return `replay: the run seed is missing after ${scenario}: eutaxy replay ${scenario} <RUN_SEED>, with the run seed a VIOLATED report printed`;
+  }
+  if (rest.length === 1) return undefined;
+  return `replay takes a scenario file and one run seed, and was given ${rest.length + 1} arguments: ${listed([scenario, ...rest])}`;
+}
+
+/** A run seed as a report prints it: the seed's hash, then the events kept (`42fbb229c28a2459:2:…`). */
+function looksLikeRunSeed(word: string): boolean {
+  return /^[0-9a-f]{16}:/.test(word);
+}
+
+/** The first few of `words`, and how many more there are. */
+function listed(words: readonly string[]): string {
+  const shownMax = 3;
+  if (words.length <= shownMax) return words.join(", ");
+  return `${words.slice(0, shownMax).join(", ")} and ${words.length - shownMax} more`;
+}
+
+function unknownCommand(command: string): string {
+  const commands = "the commands are check, replay and merge";
+  if (/\.sim\.[cm]?[jt]s$/.test(command)) {
+    return `${command} is not a command; to check it: eutaxy check ${command} (${commands})`;
+  }
+  const near = closest(command, COMMANDS);
+  return `unknown command ${command}${near ? `; did you mean ${near}?` : ""} (${commands})`;
+}
+
+/**
+ * The command line read against `OPTIONS`, or the problem with it: an option there is not (with
+ * the known one it most likely misspells), an option that needs a value and has none, a value
+ * given to an option that takes none. Node's parser is run leniently and its tokens checked
+ * here, so that every such problem is one line in eutaxy's words.
+ */
+function parse(argv: readonly string[]): { values: Values; positionals: string[] } | string {
+  const args = negativesJoined(argv);
+  const { positionals, tokens } = parseArgs({
+    args,
+    options: OPTIONS,
+    allowPositionals: true,
+    strict: false,
+    tokens: true,
+  });
+  const values: Record<string, string | boolean> = {};
+  for (const token of tokens) {
+    if (token.kind !== "option") continue;
+    const raw = args[token.index] as string;
+    if (!Object.hasOwn(OPTIONS, token.name)) return unknownOption(raw, token.rawName);
+    const name = token.name as keyof typeof OPTIONS;
+    const spec: OptionSpec = OPTIONS[name];
+    if (spec.type === "boolean") {
+      if (token.value !== undefined) return `--${name} takes no value, and was given ${token.value}`;
+      values[name] = true;
+      continue;
+    }
+    // Without `=`, the parser takes the next argument as the value even when it is an option.
+    if (token.value === undefined || (!token.inlineValue && token.value.startsWith("--"))) {
+      return `--${name} needs a value: --${name} ${spec.value}`;
+    }
+    values[name] = token.value;
+  }
+  return { values: values as Values, positionals };
+}
+
+function unknownOption(raw: string, rawName: string): string {
+  // `-json` reaches the parser as the short options -j, -s, -o, -n.
+  const given = raw.startsWith("--") ? rawName : (raw.split("=")[0] as string);
+  const near = closest(given.replace(/^-+/, ""), Object.keys(OPTIONS));
+  return near
+    ? `unknown option ${given}; did you mean --${near}?`
+    : `unknown option ${given} (eutaxy --help lists the options)`;
 }
 
 /**
@@ -228,20 +330,16 @@ function negativesJoined(argv: readonly string[]): string[] {
   return out;
 }
 
+/** A mistake in the command line: one line saying what is wrong, and exit 2. */
+function usageError(problem: string): number {
+  process.stderr.write(`eutaxy: ${problem}\n`);
+  return ExitCode.BadInput;
+}
+
 /** Runs the CLI with `argv` (without node and the script); resolves to the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
-  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
-  try {
-    parsed = parseArgs({
-      args: negativesJoined(argv),
-      options: OPTIONS,
-      allowPositionals: true,
-      strict: true,
-    });
-  } catch (error) {
-    process.stderr.write(`eutaxy: ${(error as Error).message}\n\n${usage()}\n`);
-    return ExitCode.BadInput;
-  }
+  const parsed = parse(argv);
+  if (typeof parsed === "string") return usageError(parsed);
   const { values, positionals } = parsed;
   if (values.help) {
     process.stdout.write(`${usage()}\n`);
@@ -251,12 +349,14 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(`${version()}\n`);
     return ExitCode.Bounded;
   }
-  if (positionals[0] === "merge") return merge(positionals.slice(1), values);
-  const asked = request(values, positionals);
-  if (typeof asked === "string") {
-    process.stderr.write(`eutaxy: ${asked}\n\n${usage()}\n`);
+  if (positionals.length === 0) {
+    // What the command is for and how to learn more, without the page of options.
+    process.stderr.write(`${SYNOPSIS.join("\n")}\neutaxy --help lists the options and exit codes.\n`);
     return ExitCode.BadInput;
   }
+  if (positionals[0] === "merge") return merge(positionals.slice(1), values);
+  const asked = request(values, positionals);
+  if (typeof asked === "string") return usageError(asked);
   return run(asked);
 }
 
@@ -316,9 +416,10 @@ async function run({ command, scenario, options, workers, values }: Request): Pr
 /** `eutaxy merge`: one verdict from the --json results of a check's shards. */
 function merge(files: readonly string[], values: Values): number {
   if (files.length === 0) {
-    process.stderr.write(`eutaxy: merge needs the --json result files of the shards\n\n${usage()}\n`);
-    return ExitCode.BadInput;
+    return usageError("merge needs the --json results of the shards: eutaxy merge <result.json>...");
   }
+  const ignored = Object.keys(values).filter((name) => name !== "json");
+  if (ignored.length > 0) return usageError(`merge takes only --json, not --${ignored[0]}`);
   try {
     const results = files.map((file) => readResult(file));
     const merged = mergeResults(results, files);

@@ -27,6 +27,13 @@ function expectBadInput(run: ReturnType<typeof eutaxy>, file: string, problem: R
   expect(run.stderr).not.toMatch(/^\s+at /m);
 }
 
+/** A mistake in the command line: exit 2, and `line` alone on stderr, without the help page. */
+function expectUsageError(run: ReturnType<typeof eutaxy>, line: string): void {
+  expect(run.stderr).toBe(`${line}\n`);
+  expect(run.stdout).toBe("");
+  expect(run.code).toBe(2);
+}
+
 describe("eutaxy check", () => {
   it("prints the seed page's report for the planted bug and exits 1", () => {
     const run = eutaxy(["check", "./checkout.sim.ts"], `${root}examples/service-binding`);
@@ -70,9 +77,9 @@ describe("eutaxy check", () => {
       ["check", "./checkout.fixed.sim.ts", "--budget-ms", "-5"],
       `${root}examples/service-binding`,
     );
-    expect(run.code).toBe(2);
-    expect(run.stderr.split("\n")[0]).toBe(
-      "eutaxy: --budget-ms must be a positive whole number of milliseconds, at most 9007199254740991",
+    expectUsageError(
+      run,
+      "eutaxy: --budget-ms must be a whole number of milliseconds from 1 to 9007199254740991, not -5",
     );
   });
 
@@ -201,6 +208,116 @@ describe("bad input", () => {
 
   it("rejects an unknown command", () => {
     expect(eutaxy(["frobnicate"]).code).toBe(2);
+  });
+});
+
+describe("a mistake in the command line is one line, not the help page", () => {
+  const cases: [string, string[], string][] = [
+    ["check with no file", ["check"], "eutaxy: check needs a scenario file: eutaxy check <scenario.sim.ts>"],
+    [
+      "an unknown option, with the one it misspells",
+      ["check", "a.sim.ts", "--jsno"],
+      "eutaxy: unknown option --jsno; did you mean --json?",
+    ],
+    [
+      "an unknown option like no known one",
+      ["check", "a.sim.ts", "--frobnicate"],
+      "eutaxy: unknown option --frobnicate (eutaxy --help lists the options)",
+    ],
+    [
+      "a long option written with one dash",
+      ["check", "a.sim.ts", "-json"],
+      "eutaxy: unknown option -json; did you mean --json?",
+    ],
+    [
+      "a budget of nothing",
+      ["check", "a.sim.ts", "--budget-ms", "0"],
+      "eutaxy: --budget-ms must be a whole number of milliseconds from 1 to 9007199254740991, not 0",
+    ],
+    [
+      "a shard past the last",
+      ["check", "a.sim.ts", "--shard", "5/4"],
+      "eutaxy: --shard takes I/N with 1 <= I <= N (shard I of N), not 5/4",
+    ],
+    [
+      "an option without its value",
+      ["check", "a.sim.ts", "--seed"],
+      "eutaxy: --seed needs a value: --seed S",
+    ],
+    [
+      "an option whose value is another option",
+      ["check", "a.sim.ts", "--seed", "--json"],
+      "eutaxy: --seed needs a value: --seed S",
+    ],
+    [
+      "a value for a switch",
+      ["check", "a.sim.ts", "--json=yes"],
+      "eutaxy: --json takes no value, and was given yes",
+    ],
+    [
+      "merge with no files",
+      ["merge"],
+      "eutaxy: merge needs the --json results of the shards: eutaxy merge <result.json>...",
+    ],
+    [
+      "a misspelt command",
+      ["chekc", "a.sim.ts"],
+      "eutaxy: unknown command chekc; did you mean check? (the commands are check, replay and merge)",
+    ],
+    [
+      "a scenario without a command",
+      ["a.sim.ts"],
+      "eutaxy: a.sim.ts is not a command; to check it: eutaxy check a.sim.ts (the commands are check, replay and merge)",
+    ],
+    [
+      "replay without its run seed",
+      ["replay", "a.sim.ts"],
+      "eutaxy: replay: the run seed is missing after a.sim.ts: eutaxy replay a.sim.ts <RUN_SEED>, with the run seed a VIOLATED report printed",
+    ],
+    [
+      "check given several scenarios, as a shell glob gives them",
+      ["check", "a.sim.ts", "b.sim.ts"],
+      "eutaxy: check takes one scenario file, and was given 2: a.sim.ts, b.sim.ts (a shell glob such as *.sim.ts expands to every file it matches; run eutaxy check once for each)",
+    ],
+    [
+      "check given a run seed as its second argument",
+      ["check", "a.sim.ts", "42fbb229c28a2459:2:A2.1@0:1"],
+      "eutaxy: check takes one scenario file; to run a run seed, eutaxy check a.sim.ts --replay 42fbb229c28a2459:2:A2.1@0:1 (or eutaxy replay a.sim.ts 42fbb229c28a2459:2:A2.1@0:1)",
+    ],
+    [
+      "no workers",
+      ["check", "a.sim.ts", "--workers", "0"],
+      "eutaxy: --workers must be a whole number from 1 to 64, not 0",
+    ],
+    [
+      "a strategy there is not, before the scenario is read",
+      ["check", "a.sim.ts", "--strategy", "foo"],
+      "eutaxy: --strategy foo: the strategies are exhaustive, random, pct, auto",
+    ],
+  ];
+  for (const [what, args, line] of cases) {
+    it(`for ${what}`, () => expectUsageError(eutaxy(args), line));
+  }
+
+  it("with no arguments at all, is the short usage and where the options are listed", () => {
+    const run = eutaxy([]);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toBe(
+      [
+        "Usage: eutaxy check <scenario.sim.ts> [options]",
+        "       eutaxy replay <scenario.sim.ts> <RUN_SEED> [options]",
+        "       eutaxy merge <result.json>... [--json]",
+        "eutaxy --help lists the options and exit codes.",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("leaves -h as --help", () => {
+    const run = eutaxy(["-h"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("--budget-ms N");
   });
 });
 
