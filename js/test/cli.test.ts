@@ -135,6 +135,30 @@ describe("bad input", () => {
     expectBadInput(eutaxy(["check", "./nope.sim.ts"], bad), "nope.sim.ts", /no such file/);
   });
 
+  it("says a folder is one and names the scenarios in it", () => {
+    expectBadInput(
+      eutaxy(["check", "."], `${root}examples/service-binding`),
+      ".",
+      /^eutaxy: \.: is a folder, not a scenario: a scenario is one \*\.sim\.ts file, such as checkout\.fixed\.sim\.ts, checkout\.sim\.ts in this folder$/,
+    );
+  });
+
+  it("says a Worker's module is not a scenario, not esbuild's error about cloudflare:workers", () => {
+    expectBadInput(
+      eutaxy(["check", "payments/worker.ts"], `${root}examples/service-binding`),
+      "payments/worker.ts",
+      /^eutaxy: payments\/worker\.ts: is a Worker's module, not a scenario: it imports cloudflare:workers; a scenario is a \*\.sim\.ts file/,
+    );
+  });
+
+  it("says a wrangler config is not a scenario", () => {
+    expectBadInput(
+      eutaxy(["check", "wrangler.jsonc"], `${root}examples/service-binding`),
+      "wrangler.jsonc",
+      /^eutaxy: wrangler\.jsonc: is a wrangler config, not a scenario/,
+    );
+  });
+
   it("names a malformed wrangler.jsonc with the position of the error", () => {
     expectBadInput(eutaxy(["check", "./malformed.sim.ts"], bad), "malformed/wrangler.jsonc", /:\d+:\d+/);
   });

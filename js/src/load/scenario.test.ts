@@ -282,6 +282,70 @@ describe("loadScenario", () => {
     },
   );
 
+  it("reports a folder as one, with the scenarios in it", async () => {
+    write("scenarios/a.sim.ts", "export default {};");
+    write("scenarios/b.sim.ts", "export default {};");
+    write("scenarios/notes.md", "");
+    const folder = join(dir, "scenarios");
+    expect((await inputError(() => loadScenario(folder))).problem).toBe(
+      `is a folder, not a scenario: a scenario is one *.sim.ts file, such as ${folder}/a.sim.ts, ${folder}/b.sim.ts in this folder`,
+    );
+    for (const name of ["c", "d", "e"]) write(`scenarios/${name}.sim.ts`, "export default {};");
+    expect((await inputError(() => loadScenario(folder))).problem).toMatch(
+      /c\.sim\.ts and 2 more in this folder$/,
+    );
+    mkdirSync(join(dir, "empty"));
+    expect((await inputError(() => loadScenario(join(dir, "empty")))).problem).toBe(
+      "is a folder, not a scenario: a scenario is one *.sim.ts file, and this folder has none",
+    );
+  });
+
+  it("reports a wrangler config or another file that is no module as not a scenario", async () => {
+    expect((await inputError(() => loadScenario(join(dir, "wrangler.jsonc")))).problem).toBe(
+      'is a wrangler config, not a scenario: a scenario is a *.sim.ts file whose default export is defineScenario({...}), which names this config in worker: { config: "./wrangler.jsonc" }',
+    );
+    expect((await inputError(() => loadScenario(join(dir, "payments/schema.sql")))).problem).toBe(
+      "is not a scenario: a scenario is a *.sim.ts file whose default export is defineScenario({...}) (a TypeScript or JavaScript module)",
+    );
+  });
+
+  it("reports a Worker's module given as the scenario, by what only a Worker imports", async () => {
+    write(
+      "src/lock.ts",
+      `import { DurableObject } from "cloudflare:workers";\nexport class Lock extends DurableObject {}`,
+    );
+    const entry = write(
+      "src/index.ts",
+      `export { Lock } from "./lock";\nexport default { fetch: () => new Response("ok") };`,
+    );
+    const error = await inputError(() => loadScenario(entry));
+    expect(error.file).toBe(entry);
+    expect(error.problem).toBe(
+      `is a Worker's module, not a scenario: it imports cloudflare:workers (through ${join(dir, "src/lock.ts")}); a scenario is a *.sim.ts file whose default export is defineScenario({...}), which names the Worker in worker: { entry }`,
+    );
+  });
+
+  it("reports a Worker's module given as the scenario, by its handlers", async () => {
+    const entry = write("src/index.ts", "export default { fetch() {}, queue() {} };");
+    expect((await inputError(() => loadScenario(entry))).problem).toBe(
+      "is a Worker's module, not a scenario: its default export has fetch and queue handlers; a scenario is a *.sim.ts file whose default export is defineScenario({...}), which names the Worker in worker: { entry }",
+    );
+  });
+
+  it("reports a scenario that imports a Worker's module, which only the Workers runtime can load", async () => {
+    write(
+      "src/lock.ts",
+      `import { DurableObject } from "cloudflare:workers";\nexport class Lock extends DurableObject {}\nexport const TTL = 5;`,
+    );
+    const path = write(
+      "lock.sim.ts",
+      `import { TTL } from "./src/lock";\nexport default { name: String(TTL) };`,
+    );
+    expect((await inputError(() => loadScenario(path))).problem).toBe(
+      `imports cloudflare:workers (through ${join(dir, "src/lock.ts")}), which only a Worker's code can: a scenario runs outside the Workers' runtime, so it names a Worker's modules (worker: { entry }) instead of importing them`,
+    );
+  });
+
   it("reports a scenario that throws while it is loaded", async () => {
     const path = write("bad.sim.ts", `throw new Error("no fixtures");`);
     expect((await inputError(() => loadScenario(path))).message).toBe(

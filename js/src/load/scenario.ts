@@ -5,8 +5,8 @@
  * every file the scenario names comes back absolute and known to exist.
  */
 
-import { statSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { readdirSync, statSync } from "node:fs";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, type Plugin } from "esbuild";
 import type {
@@ -41,9 +41,24 @@ export interface LoadedScenario {
 
 export async function loadScenario(path: string): Promise<LoadedScenario> {
   const file = resolve(path);
-  if (!isFile(file)) throw new InputError(path, "no such file");
-  const exports = await importBundle(path, await bundleScenario(path, file));
+  const found = statSync(file, { throwIfNoEntry: false });
+  if (found?.isDirectory()) throw new InputError(path, aFolder(path, file));
+  if (!found?.isFile()) throw new InputError(path, "no such file");
+  const notModule = notAModule(file);
+  if (notModule !== undefined) throw new InputError(path, notModule);
+  const { code, runtimeImports } = await bundleScenario(path, file);
+  const [runtimeImport] = runtimeImports;
+  if (runtimeImport !== undefined) throw new InputError(path, importsRuntime(path, file, runtimeImport));
+  const exports = await importBundle(path, code);
   const declared = exports.default;
+  const handlers = workerHandlers(declared);
+  if (handlers.length > 0) {
+    const have = handlers.length === 1 ? `a ${handlers[0]} handler` : `${listOf(handlers, "and")} handlers`;
+    throw new InputError(
+      path,
+      `is a Worker's module, not a scenario: its default export has ${have}; ${SCENARIO_IS}, which names the Worker in worker: { entry }`,
+    );
+  }
   if (!isObject(declared)) {
     throw new InputError(path, "the default export is not a scenario: export default defineScenario({...})");
   }
@@ -55,7 +70,81 @@ export async function loadScenario(path: string): Promise<LoadedScenario> {
   }
 }
 
-async function bundleScenario(path: string, file: string): Promise<string> {
+/** What every message about a file that is not a scenario ends with: what a scenario is. */
+const SCENARIO_IS = "a scenario is a *.sim.ts file whose default export is defineScenario({...})";
+
+/** A file name that is a scenario's, by the convention the README and the examples follow. */
+const SCENARIO_FILE = /\.sim\.[cm]?[jt]sx?$/;
+
+/** The problem with a folder given as the scenario, and the scenarios in it that were meant. */
+function aFolder(path: string, dir: string): string {
+  const scenarios = readdirSync(dir)
+    .filter((name) => SCENARIO_FILE.test(name))
+    .sort()
+    .map((name) => join(path, name));
+  const head = "is a folder, not a scenario: a scenario is one *.sim.ts file";
+  if (scenarios.length === 0) return `${head}, and this folder has none`;
+  const shownMax = 3;
+  const more = scenarios.length > shownMax ? ` and ${scenarios.length - shownMax} more` : "";
+  return `${head}, such as ${scenarios.slice(0, shownMax).join(", ")}${more} in this folder`;
+}
+
+/** The modules esbuild reads as TypeScript or JavaScript by their extension. */
+const MODULE_FILE = /\.[cm]?[jt]sx?$/;
+
+/** Why `file` cannot be a scenario by its name alone (a wrangler config, a SQL file), if so. */
+function notAModule(file: string): string | undefined {
+  if (MODULE_FILE.test(file)) return undefined;
+  if (/^wrangler\.(json|jsonc|toml)$/.test(basename(file))) {
+    return `is a wrangler config, not a scenario: ${SCENARIO_IS}, which names this config in worker: { config: "./${basename(file)}" }`;
+  }
+  return `is not a scenario: ${SCENARIO_IS} (a TypeScript or JavaScript module)`;
+}
+
+/**
+ * The problem with a file that imports a module only the Workers runtime has: a Worker's module
+ * given in place of a scenario, or a scenario that imports a Worker's code (a scenario runs in
+ * Node, outside the simulation).
+ */
+function importsRuntime(path: string, file: string, { specifier, importer }: RuntimeImport): string {
+  // The importing module named the way `path` was written, as esbuild's errors are.
+  const through =
+    importer === file ? "" : ` (through ${join(dirname(path), relative(dirname(file), importer))})`;
+  if (SCENARIO_FILE.test(file)) {
+    return `imports ${specifier}${through}, which only a Worker's code can: a scenario runs outside the Workers' runtime, so it names a Worker's modules (worker: { entry }) instead of importing them`;
+  }
+  return `is a Worker's module, not a scenario: it imports ${specifier}${through}; ${SCENARIO_IS}, which names the Worker in worker: { entry }`;
+}
+
+/** The handlers a Worker's default export has (`fetch`, `queue`, …), when `value` is one. */
+function workerHandlers(value: unknown): string[] {
+  if (!isObject(value) || "worker" in value) return [];
+  return WORKER_HANDLERS.filter((name) => typeof value[name] === "function");
+}
+
+const WORKER_HANDLERS = ["fetch", "queue", "scheduled", "email", "tail", "trace", "alarm", "test"];
+
+/** An import of a `cloudflare:` module, and the module that imports it. */
+interface RuntimeImport {
+  readonly specifier: string;
+  readonly importer: string;
+}
+
+async function bundleScenario(
+  path: string,
+  file: string,
+): Promise<{ code: string; runtimeImports: RuntimeImport[] }> {
+  const runtimeImports: RuntimeImport[] = [];
+  // A `cloudflare:` module exists only in the Workers runtime: noted, and the file refused above.
+  const runtimeModules: Plugin = {
+    name: "eutaxy-runtime-modules",
+    setup(b) {
+      b.onResolve({ filter: /^cloudflare:/ }, (args) => {
+        runtimeImports.push({ specifier: args.path, importer: args.importer });
+        return { path: args.path, external: true };
+      });
+    },
+  };
   try {
     const result = await build({
       entryPoints: [file],
@@ -67,14 +156,14 @@ async function bundleScenario(path: string, file: string): Promise<string> {
       target: "node20",
       sourcemap: "inline",
       logLevel: "silent",
-      plugins: [ownModules],
+      plugins: [ownModules, runtimeModules],
       // A package bundled in may `require()` a Node builtin; an ES module has no `require` of its
       // own, so the bundle gets one that resolves from the scenario's folder.
       banner: {
         js: `import { createRequire as __eutaxyCreateRequire } from "node:module";\nconst require = __eutaxyCreateRequire(${JSON.stringify(file)});`,
       },
     });
-    return result.outputFiles[0]?.text ?? "";
+    return { code: result.outputFiles[0]?.text ?? "", runtimeImports };
   } catch (error) {
     throw buildInputError(error, path);
   }
@@ -244,8 +333,8 @@ class Fields {
   }
 }
 
-function listOf(words: readonly string[]): string {
-  return words.length > 1 ? `${words.slice(0, -1).join(", ")} or ${words.at(-1)}` : (words[0] ?? "");
+function listOf(words: readonly string[], last: "or" | "and" = "or"): string {
+  return words.length > 1 ? `${words.slice(0, -1).join(", ")} ${last} ${words.at(-1)}` : (words[0] ?? "");
 }
 
 function readScenario(scenario: Fields, dir: string): Scenario<WorkerFiles> {
