@@ -23,6 +23,7 @@ import { finalState, hostViolation } from "./sim/final-state.ts";
 import { activate, real } from "./sim/globals.ts";
 import { hasHandler, namedEntrypoints } from "./sim/handlers.ts";
 import { KV_SCHEMA } from "./sim/kv.ts";
+import { withMigrationsHint } from "./sim/migrations-hint.ts";
 import { GLOBAL_SCOPE, refusedAtImport } from "./sim/outbound.ts";
 import { QUEUE_SCHEMA } from "./sim/queues.ts";
 import { Run } from "./sim/run.ts";
@@ -435,7 +436,13 @@ function setUpStores(
   try {
     engine.seal();
   } catch (error) {
-    throw new InputError(shown(world.file), (error as Error).message);
+    // The engine checks the invariants' tables here: `invariant x: D1:DB has no table "orders"`.
+    const message = (error as Error).message;
+    const db = /\bD1:(\S+?)(?::| has no table)/.exec(message)?.[1];
+    throw new InputError(
+      shown(world.file),
+      db === undefined ? message : withMigrationsHint(world, db, message),
+    );
   }
 }
 

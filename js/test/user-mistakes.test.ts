@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { type CheckResult, check, InputError, renderReport } from "../src/index.ts";
+import { project } from "./files.ts";
 
 /**
  * A folder with a one-route Worker whose fetch body is `body`, and a scenario with `invariant`;
@@ -302,6 +303,71 @@ describe("a SQL error in a schema", () => {
     expect((error as InputError).problem).toBe(
       "SQL error applying it to D1 DB: statement 2: no such column: w",
     );
+  });
+});
+
+describe("a scenario that applies no D1 migrations", () => {
+  /** A Worker whose config keeps its migrations in `folder` (`migrations_dir` when declared). */
+  function unmigrated(folder: string, declared: boolean, invariant: string, setup = ""): string {
+    const dir = project({
+      "wrangler.jsonc": JSON.stringify({
+        name: "shop",
+        main: "src/index.ts",
+        d1_databases: [
+          { binding: "DB", database_name: "shop", ...(declared ? { migrations_dir: folder } : {}) },
+        ],
+      }),
+      [`${folder}/0001_init.sql`]: "CREATE TABLE orders (k TEXT);",
+      "src/index.ts": 'export default { fetch: () => new Response("ok") };',
+      "scenarios/s.sim.ts": `import { d1Rows, d1Schema, defineScenario, http, invariant, unique } from "eutaxy/cloudflare";
+        export default defineScenario({
+          name: "s",
+          worker: { config: "../wrangler.jsonc" },
+          setup: [${setup}],
+          drive: http([{ path: "/" }]),
+          invariants: [${invariant}],
+        });`,
+    });
+    return join(dir, "scenarios/s.sim.ts");
+  }
+  const unique = 'unique("one-per-key", d1Rows("DB", "orders"), "k")';
+
+  it("says how to apply the folder its config's migrations_dir names", async () => {
+    const file = unmigrated("db/migrations", true, unique);
+    const dir = dirname(dirname(file));
+    const error = await failure(file);
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toBe(
+      `invariant one-per-key: D1:DB has no table "orders" (no d1Schema of the scenario sets up D1 DB, and ${join(dir, "wrangler.jsonc")} keeps its migrations in ${join(dir, "db/migrations")}/: add d1Schema("DB", "../db/migrations") to the setup)`,
+    );
+  });
+
+  it("says how to apply the migrations folder beside the config, for a custom invariant's query too", async () => {
+    const error = await failure(
+      unmigrated(
+        "migrations",
+        false,
+        'invariant("few", (s) => s.d1("DB", "SELECT * FROM orders").length < 9)',
+      ),
+    );
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toMatch(
+      /^invariant few: its query on DB failed: no such table: orders: SQLITE_ERROR \(no d1Schema of the scenario sets up D1 DB, and \S+ keeps its migrations in \S+\/migrations\/: add d1Schema\("DB", "\.\.\/migrations"\) to the setup\)$/,
+    );
+  });
+
+  it("says nothing of migrations when the scenario sets the database up, or the Worker has none", async () => {
+    const typo = await failure(
+      unmigrated(
+        "migrations",
+        true,
+        'unique("u", d1Rows("DB", "order"), "k")',
+        'd1Schema("DB", "../migrations")',
+      ),
+    );
+    expect((typo as InputError).problem).toBe('invariant u: D1:DB has no table "order"');
+    const none = await failure(unmigrated("schema", false, unique));
+    expect((none as InputError).problem).toBe('invariant one-per-key: D1:DB has no table "orders"');
   });
 });
 

@@ -1,5 +1,5 @@
 import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { inputErrorOf, scratchFolder } from "../../test/files.ts";
 import { findWranglerConfig, readDevVars, readWranglerConfig } from "./wrangler.ts";
@@ -51,6 +51,22 @@ describe("readWranglerConfig", () => {
     expect(readWranglerConfig(file).d1Databases).toEqual([
       { binding: "DB", databaseName: "notes", previewDatabaseId: "p-1" },
     ]);
+  });
+
+  it("finds a D1 binding's migrations where wrangler d1 migrations apply does", () => {
+    const file = write(
+      "wrangler.jsonc",
+      `{ "name": "shop", "d1_databases": [
+        { "binding": "DB", "database_name": "shop", "migrations_dir": "db/migrations" },
+        { "binding": "LOGS", "database_name": "logs" }
+      ] }`,
+    );
+    const [declared, bare] = readWranglerConfig(file).d1Databases;
+    expect(declared?.migrationsDir).toBe(join(dirname(file), "db/migrations"));
+    // Without migrations_dir, wrangler's default folder, when there is one.
+    expect(bare?.migrationsDir).toBeUndefined();
+    mkdirSync(join(dirname(file), "migrations"));
+    expect(readWranglerConfig(file).d1Databases[1]?.migrationsDir).toBe(join(dirname(file), "migrations"));
   });
 
   it("reads Durable Objects, migrations, queues and cron triggers with Cloudflare's defaults", () => {

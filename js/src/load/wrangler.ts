@@ -21,6 +21,12 @@ export interface D1DatabaseBinding {
   readonly databaseId?: string;
   /** The database `wrangler dev` uses instead of `database_id` (remotely, and locally as its key). */
   readonly previewDatabaseId?: string;
+  /**
+   * The folder of its D1 migrations, absolute, as `wrangler d1 migrations apply` finds it: the
+   * config's `migrations_dir` (against the config's folder), else the `migrations` folder beside
+   * the config when there is one.
+   */
+  readonly migrationsDir?: string;
 }
 
 export interface ServiceBinding {
@@ -297,6 +303,13 @@ function selectEnvironment(config: Fields, env: string, fail: (problem: string) 
   return { config: fields, keyPath: (key) => (sets(key) ? `env.${env}.${key}` : key) };
 }
 
+/** Where `wrangler d1 migrations apply` reads a database's migrations from, if anywhere. */
+function migrationsFolder(configFile: string, declared: string | undefined): string | undefined {
+  if (declared !== undefined) return resolve(dirname(configFile), declared);
+  const folder = join(dirname(configFile), "migrations");
+  return statSync(folder, { throwIfNoEntry: false })?.isDirectory() ? folder : undefined;
+}
+
 function normalize(path: string, file: string, raw: unknown, env: string | undefined): WorkerConfig {
   function fail(problem: string): never {
     throw new InputError(path, problem);
@@ -380,11 +393,16 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
     const databaseName = optionalString(entry.database_name, `${at}.database_name`);
     const databaseId = optionalString(entry.database_id, `${at}.database_id`);
     const previewDatabaseId = optionalString(entry.preview_database_id, `${at}.preview_database_id`);
+    const migrationsDir = migrationsFolder(
+      file,
+      optionalString(entry.migrations_dir, `${at}.migrations_dir`),
+    );
     return {
       binding: requiredString(entry.binding, `${at}.binding`),
       ...(databaseName !== undefined ? { databaseName } : {}),
       ...(databaseId !== undefined ? { databaseId } : {}),
       ...(previewDatabaseId !== undefined ? { previewDatabaseId } : {}),
+      ...(migrationsDir !== undefined ? { migrationsDir } : {}),
     };
   });
   const services = entries("services").map((entry, i): ServiceBinding => {

@@ -13,6 +13,7 @@ import { ObjectStore } from "./durable-object-store.ts";
 import { readOne } from "./durable-object-tables.ts";
 import { durableObjectStore } from "./durable-objects.ts";
 import { type KvStateType, kvKeys, kvRead } from "./kv.ts";
+import { withMigrationsHint } from "./migrations-hint.ts";
 import { queueBodies } from "./queues.ts";
 import { d1StoreOf } from "./store-names.ts";
 import type { World } from "./world.ts";
@@ -45,10 +46,8 @@ export function finalState(
     try {
       result = engine.d1Run(store, sql, params);
     } catch (error) {
-      throw new InputError(
-        world.file,
-        `its query on ${named} failed: ${error instanceof Error ? error.message : String(error)}`,
-      );
+      const message = `its query on ${named} failed: ${error instanceof Error ? error.message : String(error)}`;
+      throw new InputError(world.file, withMigrationsHint(world, named, message));
     }
     return result.rows.map((row) => Object.fromEntries(result.columns.map((c, i) => [c, row[i]])));
   };
