@@ -163,6 +163,12 @@ describe("bad input", () => {
     expectBadInput(eutaxy(["check", "./malformed.sim.ts"], bad), "malformed/wrangler.jsonc", /:\d+:\d+/);
   });
 
+  it("names the wrangler config first when its main points at a file that does not exist", () => {
+    const run = eutaxy(["check", "./main-wrong.sim.ts"], bad);
+    expectBadInput(run, "main-wrong/wrangler.jsonc", /main points at src\/main\.ts, which does not exist/);
+    expect(run.stderr).toMatch(/^eutaxy: main-wrong\/wrangler\.jsonc: main points at/);
+  });
+
   it("names the schema file with a SQL error, at the line and column of the error", () => {
     const run = eutaxy(["check", "./sqlerror.sim.ts"], bad);
     expectBadInput(run, "sqlerror/schema.sql", /syntax error/);

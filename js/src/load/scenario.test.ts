@@ -193,12 +193,16 @@ describe("loadScenario", () => {
     ]);
   });
 
-  it("reports a config's main that does not exist, when the scenario names no entry", async () => {
-    write("wrangler.jsonc", `{ "name": "checkout", "main": "src/index.ts" }`);
+  it("reports a config's main that does not exist as the config's mistake, when the scenario names no entry", async () => {
+    write("wrangler.jsonc", `{ "name": "checkout", "main": "src/main.ts" }`);
+    write("src/index.ts", "export default {};");
+    write("src/types.d.ts", "");
     const scenario = { ...baseScenario(), worker: { config: "./wrangler.jsonc" } };
     const path = write("bad.sim.ts", `export default ${JSON.stringify(scenario)};`);
-    expect((await inputError(() => loadScenario(path))).problem).toBe(
-      `worker.config: no such file ${join(dir, "src/index.ts")} (the main of ./wrangler.jsonc)`,
+    const error = await inputError(() => loadScenario(path));
+    expect(error.file).toBe(join(dir, "wrangler.jsonc"));
+    expect(error.problem).toBe(
+      `main points at src/main.ts, which does not exist (${join(dir, "src")}/ has index.ts); the scenario's worker.config names this config and no entry, so the Worker's entry is its main`,
     );
   });
 

@@ -28,7 +28,7 @@ import type {
 } from "../cloudflare.ts";
 import { CronError, parseCron } from "../drivers/cron-schedule.ts";
 import { CLOCK_START_MS, REDELIVERIES_MAX } from "../engine.ts";
-import { InputError } from "../errors.ts";
+import { InputError, shown } from "../errors.ts";
 import { buildInputError } from "./bundle.ts";
 import { findWranglerConfig, readWranglerConfig } from "./wrangler.ts";
 
@@ -382,13 +382,35 @@ function readWorkerFiles(spec: Fields, dir: string): WorkerFiles {
   return { entry, ...(found !== undefined ? { config: found, ...selected } : {}) };
 }
 
-/** The entry a config's `main` names (resolved against the config's folder), which must exist. */
+/**
+ * The entry a config's `main` names (resolved against the config's folder), which must exist; a
+ * `main` that names no file is the config's mistake, reported with the config's name first.
+ */
 function mainOf(spec: Fields, config: string, env: string | undefined): string {
   const main = readWranglerConfig(config, env).main;
   const named = spec.string("config");
   if (main === undefined) invalid(`${spec.owner} ${needs("entry")}: its config ${named} has no main`);
-  if (!isFile(main)) invalid(`${spec.path("config")}: no such file ${main} (the main of ${named})`);
+  if (!isFile(main)) {
+    const key = env === undefined ? "main" : `main (of env.${env})`;
+    throw new InputError(
+      config,
+      `${key} points at ${relative(dirname(config), main)}, which does not exist${modulesBeside(main)}; the scenario's ${spec.path("config")} names this config and no entry, so the Worker's entry is its main`,
+    );
+  }
   return main;
+}
+
+/** The modules in the folder of `file`, which does not exist, as candidates for it: ` (src/ has index.ts)`. */
+function modulesBeside(file: string): string {
+  const dir = dirname(file);
+  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) return "";
+  const modules = readdirSync(dir)
+    .filter((name) => MODULE_FILE.test(name) && !name.endsWith(".d.ts") && isFile(join(dir, name)))
+    .sort();
+  if (modules.length === 0) return "";
+  const shownMax = 4;
+  const more = modules.length > shownMax ? ` and ${modules.length - shownMax} more` : "";
+  return ` (${shown(dir)}/ has ${modules.slice(0, shownMax).join(", ")}${more})`;
 }
 
 function readWorker(worker: Fields, dir: string): WorkerFiles {
