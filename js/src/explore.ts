@@ -474,8 +474,7 @@ function probeModules(engine: Engine, world: World): void {
       } catch (error) {
         // An import eutaxy refuses (node:fs, cloudflare:email) says so itself.
         if (error instanceof InputError) throw error;
-        const what = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-        throw new InputError(shown(worker.entry), `the Worker threw at import: ${what}`);
+        throw threwAtImport(worker, error);
       }
       for (const [driver, handler] of [
         ["http", "fetch"],
@@ -500,6 +499,20 @@ function probeModules(engine: Engine, world: World): void {
     deactivate();
   }
   for (const worker of world.workers) exportedEntrypoints(worker, exportsOf);
+}
+
+/**
+ * A Worker that throws while its modules are evaluated, as bad input: at the line of its own
+ * files it threw at (a module its entry imports, say), naming the Worker by its entry.
+ */
+function threwAtImport(worker: SimWorker, error: unknown): InputError {
+  const what = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  const entry = shown(worker.entry);
+  const at = worker.module.whereThrown(error);
+  if (at === undefined) return new InputError(entry, `the Worker threw at import: ${what}`);
+  const where = `${shown(at.file)}:${at.line}:${at.column}`;
+  const who = at.file === worker.entry ? "the Worker" : `the Worker ${entry}`;
+  return new InputError(where, `${who} threw at import: ${what}`);
 }
 
 /**

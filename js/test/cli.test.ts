@@ -185,18 +185,26 @@ describe("bad input", () => {
     );
   });
 
-  it("reports a Worker that throws at import as the Worker's", () => {
-    expectBadInput(
-      eutaxy(["check", "./throws-at-import.sim.ts"], bad),
-      "throws-at-import/worker.ts",
-      /threw at import/,
+  it("reports a Worker that throws at import as the Worker's, at the line it threw at", () => {
+    const run = eutaxy(["check", "./throws-at-import.sim.ts"], bad);
+    expectBadInput(run, "throws-at-import/worker.ts", /threw at import/);
+    expect(run.stderr).toBe(
+      "eutaxy: throws-at-import/worker.ts:10:9: the Worker threw at import: Error: notes: MAX_NOTE_LENGTH is not a number\n",
+    );
+  });
+
+  it("names the module a Worker's entry imports, and its line, when that module throws at import", () => {
+    const run = eutaxy(["check", "./throws-at-import-indirect.sim.ts"], bad);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(
+      "eutaxy: throws-at-import-indirect/limits.ts:5:34: the Worker throws-at-import-indirect/worker.ts threw at import: Error: notes: the limit two hundred is not a number\n",
     );
   });
 
   it("refuses a Worker that sets a timer at import: workerd throws there, so it cannot load", () => {
     expectBadInput(
       eutaxy(["check", "./io-at-import-timer.sim.ts"], bad),
-      "io-at-import/timer.ts",
+      "io-at-import/timer.ts:3:1",
       /threw at import: Error: Disallowed operation called within global scope/,
     );
   });

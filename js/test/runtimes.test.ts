@@ -80,6 +80,8 @@ describe("errors found inside workerd", () => {
     );
   const cases = [
     ["bad/throws-at-import.sim.ts", InputError],
+    ["bad/throws-at-import-indirect.sim.ts", InputError],
+    ["bad/io-at-import-timer.sim.ts", InputError],
     ["bad/sqlerror.sim.ts", InputError],
     ["outbound/unscripted.sim.ts", InputError],
     ["escapes/forever.sim.ts", SimulationError],

@@ -23,6 +23,7 @@ import {
   TYPEOF_GLOBALS,
 } from "../sim/runtime-modules.ts";
 import { moduleRulesPlugin } from "./module-rules.ts";
+import { type SourceLocation, type SourceMapData, splitInlineSourceMap, thrownAt } from "./source-map.ts";
 import type { WorkerConfig } from "./wrangler.ts";
 
 export interface WorkerModule {
@@ -30,6 +31,11 @@ export interface WorkerModule {
   readonly entry: string;
   /** The `node:*` modules its code imports, statically or with `import()`, sorted. */
   readonly nodeImports: readonly string[];
+  /**
+   * Where in the Worker's own files `error`, thrown while its code ran, was thrown: read from the
+   * error's stack through the bundle's source map (`source-map.ts`).
+   */
+  whereThrown(error: unknown): SourceLocation | undefined;
   /**
    * Evaluates the module's code anew; returns its exports (default, named classes...).
    * `virtualModules` answers the imports the runtime provides, such as `cloudflare:workers`.
@@ -154,6 +160,15 @@ export function workerBuildOptions(
 }
 
 /**
+ * The source map bundles carry, for where a Worker throws (`source-map.ts`): inline, split off
+ * before the code runs, without the files' text, which is on disk.
+ */
+export const WORKER_SOURCE_MAP = {
+  sourcemap: "inline",
+  sourcesContent: false,
+} as const satisfies BuildOptions;
+
+/**
  * The CompiledWasm modules a bundle requires, by the absolute paths it requires them by: the
  * only externals named by a path (the others are `cloudflare:` and `node:` modules).
  */
@@ -180,11 +195,14 @@ export async function bundleWorker(entry: string, config?: BundleConfig): Promis
   const file = resolve(entry);
   if (!statSync(file, { throwIfNoEntry: false })?.isFile()) throw new InputError(entry, "no such file");
   let code: string;
+  let map: SourceMapData | undefined;
   let wasmFiles: string[];
   let nodeImports: string[];
   try {
-    const result = await build({ ...workerBuildOptions(file, config), sourcemap: "inline", metafile: true });
-    code = factoryBody(result.outputFiles[0]?.text ?? "");
+    const result = await build({ ...workerBuildOptions(file, config), ...WORKER_SOURCE_MAP, metafile: true });
+    const bundled = splitInlineSourceMap(result.outputFiles[0]?.text ?? "");
+    code = factoryBody(bundled.code);
+    map = bundled.map;
     wasmFiles = compiledWasmImports(result.metafile);
     nodeImports = externalImports(result.metafile).filter((path) => path.startsWith("node:"));
   } catch (error) {
@@ -192,13 +210,19 @@ export async function bundleWorker(entry: string, config?: BundleConfig): Promis
   }
   const compiledWasm = new Map(wasmFiles.map((path) => [path, compileWasm(path)]));
   // Compiled once here; each call of the factory below is one fresh evaluation of the module.
-  const factory = new vm.Script(`(function (${FACTORY_PARAMETERS.join(", ")}) {${code}\n})`, {
-    filename: file,
-  }).runInThisContext() as ModuleFactory;
+  const head = `(function (${FACTORY_PARAMETERS.join(", ")}) {`;
+  const factory = new vm.Script(`${head}${code}\n})`, { filename: file }).runInThisContext() as ModuleFactory;
+  const placement = {
+    script: file,
+    lineOffset: 0,
+    columnOffset: head.length,
+    lines: code.split("\n").length,
+  };
 
   return {
     entry: file,
     nodeImports,
+    whereThrown: (error) => (map ? thrownAt(error, placement, map, dirname(file)) : undefined),
     instantiate(virtualModules) {
       return evaluateWorker(factory, (specifier) => {
         if (Object.hasOwn(virtualModules, specifier)) return virtualModules[specifier];

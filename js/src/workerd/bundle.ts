@@ -16,8 +16,10 @@ import {
   compiledWasmImports,
   externalImports,
   factoryBody,
+  WORKER_SOURCE_MAP,
   workerBuildOptions,
 } from "../load/bundle.ts";
+import { type SourceMapData, splitInlineSourceMap } from "../load/source-map.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -88,16 +90,24 @@ export interface WorkerCode {
   readonly nodeModules: readonly string[];
   /** The CompiledWasm modules it requires, by their absolute paths. */
   readonly compiledWasm: readonly string[];
+  /** The code's source map, for where the Worker throws. */
+  readonly map: SourceMapData | undefined;
 }
 
 /** Bundles a Worker as `load/bundle.ts` does, for a factory in the workerd script. */
 export async function bundleWorkerCode(entry: string, config?: BundleConfig): Promise<WorkerCode> {
   try {
-    const result = await build({ ...workerBuildOptions(entry, config), metafile: true });
+    const result = await build({
+      ...workerBuildOptions(entry, config),
+      ...WORKER_SOURCE_MAP,
+      metafile: true,
+    });
+    const { code, map } = splitInlineSourceMap(result.outputFiles[0]?.text ?? "");
     return {
-      code: factoryBody(result.outputFiles[0]?.text ?? ""),
+      code: factoryBody(code),
       nodeModules: externalImports(result.metafile).filter((path) => path.startsWith("node:")),
       compiledWasm: compiledWasmImports(result.metafile),
+      map,
     };
   } catch (error) {
     throw buildInputError(error, entry);

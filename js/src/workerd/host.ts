@@ -8,11 +8,13 @@
 // First: it adapts a global before the simulation's modules capture it.
 import "./prelude.ts";
 import { initSync, Engine as WasmEngine } from "eutaxy:engine-web";
+import { dirname } from "node:path";
 import process from "node:process";
 import type { Engine, EngineConfig } from "../engine.ts";
 import { carry, InputError } from "../errors.ts";
 import { explore } from "../explore.ts";
 import type { WorkerModule } from "../load/bundle.ts";
+import { thrownAt } from "../load/source-map.ts";
 import { simulatedNodeCrypto } from "../sim/node-crypto.ts";
 import {
   evaluateWorker,
@@ -20,7 +22,7 @@ import {
   NODE_MODULES_SIMULATED,
   refusedNodeModule,
 } from "../sim/runtime-modules.ts";
-import type { HostAnswer, HostRequest } from "./protocol.ts";
+import type { HostAnswer, HostRequest, WorkerSource } from "./protocol.ts";
 import { decodeWorld } from "./world-data.ts";
 
 export interface HostParts {
@@ -50,11 +52,17 @@ function createEngine(wasm: WebAssembly.Module, config: EngineConfig): Engine {
 let simulatedCrypto: object | undefined;
 
 /** A Worker's module: each `instantiate` calls its factory anew, one fresh evaluation per run. */
-function workerModule(entry: string, factory: ModuleFactory, parts: HostParts): WorkerModule {
+function workerModule(
+  entry: string,
+  factory: ModuleFactory,
+  parts: HostParts,
+  { placement, map }: WorkerSource,
+): WorkerModule {
   const { nodeModules, compiledWasm } = parts;
   return {
     entry,
     nodeImports: Object.keys(nodeModules).sort(),
+    whereThrown: (error) => (map ? thrownAt(error, placement, map, dirname(entry)) : undefined),
     instantiate(virtualModules) {
       return evaluateWorker(factory, (specifier) => {
         if (Object.hasOwn(virtualModules, specifier)) return virtualModules[specifier];
@@ -79,8 +87,9 @@ async function answer(parts: HostParts, request: HostRequest): Promise<HostAnswe
     process.cwd = () => request.cwd;
     const modules = request.world.workers.map((worker, i) => {
       const factory = parts.factories[i];
-      if (!factory) throw new Error(`the workerd script has no code for Worker ${worker.name}`);
-      return workerModule(worker.entry, factory, parts);
+      const source = request.sources[i];
+      if (!factory || !source) throw new Error(`the workerd script has no code for Worker ${worker.name}`);
+      return workerModule(worker.entry, factory, parts, source);
     });
     const world = decodeWorld(request.world, parts.scenario.default, modules);
     const result = await explore({

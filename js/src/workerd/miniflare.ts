@@ -20,7 +20,7 @@ import {
   type WorkerCode,
   webEnginePath,
 } from "./bundle.ts";
-import type { HostAnswer, HostRequest } from "./protocol.ts";
+import type { HostAnswer, HostRequest, WorkerSource } from "./protocol.ts";
 import { encodeWorld } from "./world-data.ts";
 
 /**
@@ -32,6 +32,8 @@ export const WORKERD_COMPATIBILITY_DATE = "2026-04-26";
 
 /** Where the script's modules are named from; nothing is read from there. */
 const ROOT = "/eutaxy";
+/** The main module's name in workerd's stack traces. */
+const MAIN_SCRIPT_URL = `file://${ROOT}/main.js`;
 
 export async function exploreInWorkerd(exploration: Omit<Exploration, "createEngine">): Promise<CheckResult> {
   const { world } = exploration;
@@ -40,8 +42,11 @@ export async function exploreInWorkerd(exploration: Omit<Exploration, "createEng
     bundleScenarioCode(world.file),
     Promise.all(world.workers.map((worker) => bundleWorkerCode(worker.entry, worker.config))),
   ]);
+  const wasmFiles = [...new Set(workers.flatMap((w) => w.compiledWasm))].sort();
+  const main = mainScript(workers, wasmFiles);
   const request: HostRequest = {
     cwd: process.cwd(),
+    sources: main.sources,
     world: encodeWorld(world),
     seed: exploration.seed,
     bounds: exploration.bounds,
@@ -51,11 +56,10 @@ export async function exploreInWorkerd(exploration: Omit<Exploration, "createEng
     schemas: [...exploration.schemas],
   };
   const stderr = new StartupLog();
-  const wasmFiles = [...new Set(workers.flatMap((w) => w.compiledWasm))].sort();
   const mf = new Miniflare({
     modulesRoot: ROOT,
     modules: [
-      { type: "ESModule", path: `${ROOT}/main.js`, contents: mainScript(workers, wasmFiles) },
+      { type: "ESModule", path: `${ROOT}/main.js`, contents: main.text },
       { type: "ESModule", path: `${ROOT}/host.js`, contents: host },
       { type: "ESModule", path: `${ROOT}/scenario.js`, contents: scenario },
       {
@@ -156,7 +160,10 @@ function compiledWasmModule(i: number): string {
  * these), the `node:*` modules and CompiledWasm files (`wasmFiles`, one module each, in their
  * order) they import, and the host's entry over them.
  */
-function mainScript(workers: readonly WorkerCode[], wasmFiles: readonly string[]): string {
+function mainScript(
+  workers: readonly WorkerCode[],
+  wasmFiles: readonly string[],
+): { text: string; sources: WorkerSource[] } {
   // Every node: module a Worker may have, so that an import() whose specifier the bundle cannot
   // see (computed) finds it too; those it may not have are refused by the host, not imported.
   const specifiers = [...NODE_MODULES_SIMULATED].map((name) => `node:${name}`).sort();
@@ -167,8 +174,20 @@ function mainScript(workers: readonly WorkerCode[], wasmFiles: readonly string[]
     ...specifiers.map((s, i) => `import * as __eutaxy_node_${i} from ${JSON.stringify(s)};`),
     ...wasmFiles.map((_, i) => `import __eutaxy_wasm_${i} from "./${compiledWasmModule(i)}";`),
   ];
+  // Where each Worker's code is in the script, so that its stack frames can be read back.
+  const sources: WorkerSource[] = [];
+  let linesBefore = lines.length;
   workers.forEach((worker, i) => {
+    const lineCount = worker.code.split("\n").length;
     lines.push(`function __eutaxy_worker_${i}(${FACTORY_PARAMETERS.join(", ")}) {\n${worker.code}\n}`);
+    const placement = {
+      script: MAIN_SCRIPT_URL,
+      lineOffset: linesBefore + 1,
+      columnOffset: 0,
+      lines: lineCount,
+    };
+    sources.push({ placement, map: worker.map });
+    linesBefore += lineCount + 2;
   });
   // `require` of a builtin answers its module object, as Node's does: the default export.
   const nodeModules = specifiers.map(
@@ -183,5 +202,5 @@ function mainScript(workers: readonly WorkerCode[], wasmFiles: readonly string[]
     `  compiledWasm: { ${wasmFiles.map((file, i) => `${JSON.stringify(file)}: __eutaxy_wasm_${i}`).join(", ")} },`,
     "});",
   );
-  return lines.join("\n");
+  return { text: lines.join("\n"), sources };
 }

@@ -6,11 +6,20 @@
 
 import type { CarriedError } from "../errors.ts";
 import type { CheckResult, ResolvedBounds, SchemaFile, Search, Shard } from "../explore.ts";
+import type { BundlePlacement, SourceMapData } from "../load/source-map.ts";
 import type { WorldData } from "./world-data.ts";
+
+/** A Worker's code as the workerd script holds it, to read its stack frames back. */
+export interface WorkerSource {
+  readonly placement: BundlePlacement;
+  readonly map: SourceMapData | undefined;
+}
 
 export interface HostRequest {
   /** Node's working folder: messages name files relative to it, as they do in Node. */
   readonly cwd: string;
+  /** Where each Worker's code is in the script, and its source map, in the world's order. */
+  readonly sources: readonly WorkerSource[];
   readonly world: WorldData;
   readonly seed: string;
   readonly bounds: ResolvedBounds;
