@@ -371,7 +371,9 @@ describe("a run step by step", () => {
   it("rejects a replay without a run seed, or with a malformed one, as bad input", () => {
     const missing = eutaxy(["replay", "./checkout.sim.ts"]);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toMatch(/eutaxy replay <scenario\.sim\.ts> <RUN_SEED>/);
+    expect(missing.stderr).toBe(
+      "eutaxy: replay: the run seed is missing after ./checkout.sim.ts: eutaxy replay ./checkout.sim.ts <RUN_SEED>, with the run seed a VIOLATED report printed\n",
+    );
     const malformed = eutaxy(["replay", "./checkout.sim.ts", "not-a-seed"]);
     expect(malformed.code).toBe(2);
     expect(malformed.stderr).toMatch(/run seed 'not-a-seed' is malformed/);
