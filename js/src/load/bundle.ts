@@ -163,10 +163,10 @@ export function workerBuildOptions(
  * The source map bundles carry, for where a Worker throws (`source-map.ts`): inline, split off
  * before the code runs, without the files' text, which is on disk.
  */
-export const WORKER_SOURCE_MAP = {
+export const WORKER_SOURCE_MAP: { readonly sourcemap: "inline"; readonly sourcesContent: false } = {
   sourcemap: "inline",
   sourcesContent: false,
-} as const satisfies BuildOptions;
+};
 
 /**
  * The CompiledWasm modules a bundle requires, by the absolute paths it requires them by: the
