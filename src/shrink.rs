@@ -1016,7 +1016,8 @@ mod choice_tests {
     use super::*;
     use crate::schedule::{Choice, FaultKind, Step};
 
-    fn choice(instead: &str, take: &str) -> Choice {
+    /// Instead of `instead`'s next effect, `take`'s.
+    pub(super) fn choice(instead: &str, take: &str) -> Choice {
         let step = |invocation: &str| Step {
             invocation: invocation.into(),
             effect: Some(0),
@@ -1126,20 +1127,8 @@ mod choice_tests {
 
 #[cfg(test)]
 mod merge_tests {
+    use super::choice_tests::choice as switch;
     use super::*;
-    use crate::schedule::Step;
-
-    /// Instead of `instead`'s next effect, `take`'s.
-    fn switch(instead: &str, take: &str) -> Choice {
-        let step = |invocation: &str| Step {
-            invocation: invocation.into(),
-            effect: Some(0),
-        };
-        Choice {
-            instead: Some(step(instead)),
-            take: step(take),
-        }
-    }
 
     /// A run that breaks the invariant with one of `breaking` as its choices and could have
     /// switched as `switches` say, whatever its choices.
