@@ -23,7 +23,7 @@ import { finalState, hostViolation } from "./sim/final-state.ts";
 import { activate, real } from "./sim/globals.ts";
 import { hasHandler, namedEntrypoints } from "./sim/handlers.ts";
 import { KV_SCHEMA } from "./sim/kv.ts";
-import { withMigrationsHint } from "./sim/migrations-hint.ts";
+import { withAnyMigrationsHint, withMigrationsHint } from "./sim/migrations-hint.ts";
 import { GLOBAL_SCOPE, refusedAtImport } from "./sim/outbound.ts";
 import { QUEUE_SCHEMA } from "./sim/queues.ts";
 import { Run } from "./sim/run.ts";
@@ -216,7 +216,7 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
           ...header,
           verdict: "BOUNDED",
           runs: verdict.runs,
-          ...reach.warnings(),
+          ...reach.warnings(world),
           ...(bounds.maxConcurrentInvocations > 1
             ? { partialOrderReduction: exploration.search.partialOrderReduction }
             : {}),
@@ -227,7 +227,7 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
           ...header,
           verdict: "INCOMPLETE",
           runs: verdict.runs,
-          ...reach.warnings(),
+          ...reach.warnings(world),
           // A single check's engine never merges shards, so its reason is its own budget or limit.
           reason: verdict.reason === "runs" ? "runs" : "budget",
           strategy: verdict.strategy ?? "exhaustive",
@@ -307,7 +307,8 @@ class Reach {
     }
   }
 
-  warnings(): { readonly warnings?: readonly CheckWarning[] } {
+  /** `world` gives a failure over a table no schema made the hint to apply the migrations. */
+  warnings(world: World): { readonly warnings?: readonly CheckWarning[] } {
     const warnings: CheckWarning[] = [];
     if (this.runs > 0 && !this.effects) {
       warnings.push({
@@ -319,7 +320,10 @@ class Reach {
     if (this.responses && !this.answered) {
       warnings.push({
         kind: "no-request-succeeded",
-        message: `No request got an answer below 500 in any run (first: ${this.failure}), so the invariants held over a Worker that fails.`,
+        message: `${withAnyMigrationsHint(
+          world,
+          `No request got an answer below 500 in any run (first: ${this.failure}), so the invariants held over a Worker that fails`,
+        )}.`,
       });
     }
     if (this.retryCut) {

@@ -356,6 +356,36 @@ describe("a scenario that applies no D1 migrations", () => {
     );
   });
 
+  it("says how to apply them when every request fails on a table they would have made", async () => {
+    const dir = project({
+      "wrangler.jsonc": JSON.stringify({
+        name: "shop",
+        main: "src/index.ts",
+        d1_databases: [{ binding: "DB", database_name: "shop" }],
+      }),
+      "migrations/0001_init.sql": "CREATE TABLE orders (k TEXT);",
+      "src/index.ts": `export default {
+        async fetch(_request: Request, env: { DB: D1Database }) {
+          return Response.json(await env.DB.prepare("SELECT * FROM orders").all());
+        },
+      };`,
+      "s.sim.ts": `import { defineScenario, http, invariant } from "eutaxy/cloudflare";
+        export default defineScenario({
+          name: "s",
+          worker: { config: "./wrangler.jsonc" },
+          drive: http([{ path: "/" }]),
+          invariants: [invariant("fine", () => true)],
+        });`,
+    });
+    const result = await check(join(dir, "s.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+    const warning = "warnings" in result ? result.warnings?.[0] : undefined;
+    expect(warning?.kind).toBe("no-request-succeeded");
+    expect(warning?.message).toMatch(
+      /no such table: orders.*, so the invariants held over a Worker that fails \(no d1Schema of the scenario sets up D1 DB, and \S+ keeps its migrations in \S+\/migrations\/: add d1Schema\("DB", "\.\/migrations"\) to the setup\)\.$/,
+    );
+  });
+
   it("says nothing of migrations when the scenario sets the database up, or the Worker has none", async () => {
     const typo = await failure(
       unmigrated(

@@ -19,23 +19,41 @@ const MISSING_TABLE = /no such table|has no table/;
  */
 export function withMigrationsHint(world: World, db: string, message: string): string {
   if (!MISSING_TABLE.test(message)) return message;
-  const store = d1StoreOf(world.workers, db) ?? db;
-  const setUp = (world.scenario.setup ?? []).some(
-    (step) => step.kind === "d1Schema" && (d1StoreOf(world.workers, step.db) ?? step.db) === store,
+  const hint = migrationsHint(world, (store) => store === (d1StoreOf(world.workers, db) ?? db));
+  return hint === undefined ? message : `${message} (${hint})`;
+}
+
+/**
+ * `message` about a Worker's own query of a table its database lacks (`no such table: orders`,
+ * which names no database), with the hint for the first database the scenario never sets up
+ * whose Worker keeps D1 migrations.
+ */
+export function withAnyMigrationsHint(world: World, message: string): string {
+  if (!MISSING_TABLE.test(message)) return message;
+  const hint = migrationsHint(world, () => true);
+  return hint === undefined ? message : `${message} (${hint})`;
+}
+
+/** How to apply the migrations of the first database `wanted` accepts that no d1Schema sets up. */
+function migrationsHint(world: World, wanted: (store: string) => boolean): string | undefined {
+  const setUp = new Set(
+    (world.scenario.setup ?? []).flatMap((step) =>
+      step.kind === "d1Schema" ? [d1StoreOf(world.workers, step.db) ?? step.db] : [],
+    ),
   );
-  if (setUp) return message;
   for (const worker of world.workers) {
     for (const declared of worker.config?.d1Databases ?? []) {
       const spec = worker.bindings.get(declared.binding);
-      if (spec?.kind !== "d1" || spec.store !== store || declared.migrationsDir === undefined) continue;
+      if (spec?.kind !== "d1" || declared.migrationsDir === undefined) continue;
+      if (!wanted(spec.store) || setUp.has(spec.store)) continue;
       const binding = `${worker.prefix}${declared.binding}`;
       const config = shown(worker.config?.file ?? "");
       const folder = `${shown(declared.migrationsDir)}/`;
       const step = `d1Schema("${binding}", "${fromScenario(world.file, declared.migrationsDir)}")`;
-      return `${message} (no d1Schema of the scenario sets up D1 ${binding}, and ${config} keeps its migrations in ${folder}: add ${step} to the setup)`;
+      return `no d1Schema of the scenario sets up D1 ${binding}, and ${config} keeps its migrations in ${folder}: add ${step} to the setup`;
     }
   }
-  return message;
+  return undefined;
 }
 
 /** `path` as the scenario would name it: relative to the scenario's folder, `./` in front. */
