@@ -24,7 +24,7 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
-use crate::config::{CheckConfig, InvariantSpec, StrategyKind};
+use crate::config::{CheckConfig, StrategyKind};
 use crate::d1::{self, one_line, Databases, RawResult, Statement, Value};
 use crate::dfs::Dfs;
 use crate::error::{Error, Result};
@@ -271,8 +271,8 @@ impl Check {
 
     /// `d1_open`, with how traces name the database (`DO:Room/"lobby" SQL`) in place of
     /// `D1 <db>`.
-    pub fn d1_open_labeled(&mut self, db: &str, label: &str) -> Result<()> {
-        self.databases.open_labeled(db, Some(label))
+    pub fn d1_open_labeled(&mut self, db: &str, label: Option<&str>) -> Result<()> {
+        self.databases.open_labeled(db, label)
     }
 
     pub fn d1_exists(&self, db: &str) -> bool {
@@ -997,27 +997,23 @@ impl Check {
         d1::set_now_ms(self.sql_now_ms());
         for (spec, baseline) in self.config.invariants.iter().zip(&self.baselines) {
             // A run that keeps a trace shows what a query the scenario wrote read, as the reads
-            // of its custom invariants show: the rows that break it are the story's end. (The
-            // query is read-only, so reading it once more changes nothing.)
-            if let (
-                true,
-                InvariantSpec::Query { db, sql, .. } | InvariantSpec::Conserved { db, sql, .. },
-            ) = (self.run.tracing(), spec)
-            {
-                let outcome = match self.databases.run(db, sql, &[]) {
-                    Ok(result) => describe_result(&result),
-                    Err(e) => format!("error: {e}"),
-                };
-                let line = format!(
-                    "  {}: {} -> {outcome}",
-                    self.databases.shown(db),
-                    one_line(sql)
-                );
-                self.run.trace(line);
-            }
-            if let Some(violation) =
-                invariant::evaluate(spec, baseline.as_ref(), &mut self.databases)?
-            {
+            // of its custom invariants show: the rows that break it are the story's end.
+            let run = &mut self.run;
+            let violation = invariant::evaluate_reading(
+                spec,
+                baseline.as_ref(),
+                &mut self.databases,
+                |db, sql, result| {
+                    run.trace_with(|| {
+                        format!(
+                            "  D1 {db}: {} -> {}",
+                            one_line(sql),
+                            describe_result(result)
+                        )
+                    });
+                },
+            )?;
+            if let Some(violation) = violation {
                 return Ok(Some(violation));
             }
         }

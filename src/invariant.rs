@@ -13,7 +13,7 @@
 use serde::Deserialize;
 
 use crate::config::InvariantSpec;
-use crate::d1::{one_line, Databases, Value};
+use crate::d1::{one_line, Databases, RawResult, Value};
 use crate::error::{Error, Result};
 
 /// A broken invariant: its name and what is wrong.
@@ -67,6 +67,17 @@ pub fn evaluate(
     baseline: Option<&Value>,
     databases: &mut Databases,
 ) -> Result<Option<Violation>> {
+    evaluate_reading(spec, baseline, databases, |_, _, _| {})
+}
+
+/// `evaluate`, telling `read` the database, SQL and result of a query the scenario wrote (a
+/// `query` or `conserved` invariant's), so that a traced run can show what it read.
+pub fn evaluate_reading(
+    spec: &InvariantSpec,
+    baseline: Option<&Value>,
+    databases: &mut Databases,
+    mut read: impl FnMut(&str, &str, &RawResult),
+) -> Result<Option<Violation>> {
     let violation = |message: String| {
         Some(Violation {
             invariant: spec.name().to_string(),
@@ -84,6 +95,7 @@ pub fn evaluate(
             let result = databases
                 .run(db, sql, &[])
                 .map_err(|e| Error::new(format!("invariant {name}: {e}")))?;
+            read(db, sql, &result);
             let Some(first) = result.rows.first() else {
                 return Ok(None);
             };
@@ -100,6 +112,7 @@ pub fn evaluate(
             let result = databases
                 .run(db, sql, &[])
                 .map_err(|e| Error::new(format!("invariant {name}: {e}")))?;
+            read(db, sql, &result);
             let actual = match single_value(&result.rows) {
                 Some(value) if value == expected => return Ok(None),
                 Some(value) => value.to_string(),

@@ -84,11 +84,7 @@ impl Engine {
     /// `label`: how traces name the database (a Durable Object's storage), `D1 <db>` without.
     #[wasm_bindgen(js_name = d1Open)]
     pub fn d1_open(&mut self, db: &str, label: Option<String>) -> Result<(), JsError> {
-        match label {
-            Some(label) => self.check.d1_open_labeled(db, &label),
-            None => self.check.d1_open(db),
-        }
-        .map_err(js)
+        self.check.d1_open_labeled(db, label.as_deref()).map_err(js)
     }
 
     #[wasm_bindgen(js_name = d1Exists)]

@@ -14,7 +14,7 @@ import { colorEnabled, paintVerdict } from "./color.ts";
 import { ExitCode, InputError, SimulationError, shown } from "./errors.ts";
 import { renderHtml } from "./html.ts";
 import { renderJunit, renderJunitError } from "./junit.ts";
-import { loadScenario } from "./load/scenario.ts";
+import { BUDGET_MS_MAX, loadScenario, SCENARIO_FILE } from "./load/scenario.ts";
 import { type MergedResult, mergeResults } from "./merge.ts";
 import { checkParallel, renderParallelReport, WORKERS_MAX } from "./parallel.ts";
 import { progressLine } from "./progress.ts";
@@ -187,7 +187,7 @@ function request(values: Values, positionals: readonly string[]): Request | stri
   if (values["budget-ms"] !== undefined) {
     budgetMs = Number(values["budget-ms"]);
     if (!/^\d+$/.test(values["budget-ms"]) || !Number.isSafeInteger(budgetMs) || budgetMs <= 0) {
-      return `--budget-ms must be a whole number of milliseconds from 1 to ${Number.MAX_SAFE_INTEGER}, not ${values["budget-ms"]}`;
+      return `--budget-ms must be a whole number of milliseconds from 1 to ${BUDGET_MS_MAX}, not ${values["budget-ms"]}`;
     }
   }
   let shard: CheckOptions["shard"];
@@ -257,7 +257,7 @@ function listed(words: readonly string[]): string {
 
 function unknownCommand(command: string): string {
   const commands = "the commands are check, replay and merge";
-  if (/\.sim\.[cm]?[jt]s$/.test(command)) {
+  if (SCENARIO_FILE.test(command)) {
     return `${command} is not a command; to check it: eutaxy check ${command} (${commands})`;
   }
   const near = closest(command, COMMANDS);

@@ -28,7 +28,7 @@ import { GLOBAL_SCOPE, refusedAtImport } from "./sim/outbound.ts";
 import { QUEUE_SCHEMA } from "./sim/queues.ts";
 import { Run } from "./sim/run.ts";
 import { runtimeModules } from "./sim/runtime-modules.ts";
-import { d1StoreOf } from "./sim/store-names.ts";
+import { d1Store } from "./sim/store-names.ts";
 import type { SimWorker, World } from "./sim/world.ts";
 import { FINAL_STATE, notAsPrinted } from "./trace.ts";
 
@@ -380,7 +380,7 @@ function startEngine(exploration: Exploration, config: EngineConfig): Engine {
  * names the store of the database its binding reaches, which another binding may share.
  */
 function engineInvariants(world: World): InvariantSpec[] {
-  const store = (db: string) => d1StoreOf(world.workers, db) ?? db;
+  const store = (db: string) => d1Store(world.workers, db);
   return world.scenario.invariants.flatMap((inv): InvariantSpec[] => {
     switch (inv.kind) {
       case "unique":
@@ -428,7 +428,7 @@ function setUpStores(
     }
     for (const { file, sql } of files) {
       try {
-        engine.d1Setup(d1StoreOf(world.workers, step.db) ?? step.db, sql);
+        engine.d1Setup(d1Store(world.workers, step.db), sql);
       } catch (error) {
         const { line, column, message } = error as D1SetupError;
         // At `file:line:column`, as a build error in the Worker is, so that editors open it there.

@@ -74,7 +74,7 @@ export async function loadScenario(path: string): Promise<LoadedScenario> {
 const SCENARIO_IS = "a scenario is a *.sim.ts file whose default export is defineScenario({...})";
 
 /** A file name that is a scenario's, by the convention the README and the examples follow. */
-const SCENARIO_FILE = /\.sim\.[cm]?[jt]sx?$/;
+export const SCENARIO_FILE: RegExp = /\.sim\.[cm]?[jt]sx?$/;
 
 /** The problem with a folder given as the scenario, and the scenarios in it that were meant. */
 function aFolder(path: string, dir: string): string {

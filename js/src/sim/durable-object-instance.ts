@@ -140,8 +140,8 @@ export async function serveCall(
   try {
     return await serve(live.instance as Instance);
   } finally {
-    // Never reached when the invocation dies: then it stays in `serving`, and the next call
-    // finds the instance gone with it.
+    // Never reached when the invocation dies: its death resets the object (`serveOn`'s
+    // whenDead), which discards the instance and its `serving` with it.
     live.serving.delete(invocation);
   }
 }

@@ -7,7 +7,7 @@
 
 import type { FinalState, Invariant } from "../cloudflare.ts";
 import type { Engine } from "../engine.ts";
-import { InputError, shown } from "../errors.ts";
+import { InputError, shownConfig } from "../errors.ts";
 import { type ClientResponse, statusMatches } from "./context.ts";
 import { ObjectStore } from "./durable-object-store.ts";
 import { readOne } from "./durable-object-tables.ts";
@@ -15,13 +15,9 @@ import { durableObjectStore } from "./durable-objects.ts";
 import { type KvStateType, kvKeys, kvRead } from "./kv.ts";
 import { withMigrationsHint } from "./migrations-hint.ts";
 import { queueBodies } from "./queues.ts";
-import { d1StoreOf } from "./store-names.ts";
-import type { World } from "./world.ts";
+import { bindingNames, d1Store, ownerOf } from "./store-names.ts";
+import type { BindingSpec, World } from "./world.ts";
 
-/**
- * The final state a run left, as custom invariants read it; `nowMs` is the run's clock at its end
- * (timers, alarms and delays move it past the engine's), which decides what has expired in KV.
- */
 /** Binding kinds as wrangler configs and Cloudflare's docs name them. */
 const KIND_NAMES: Readonly<Record<string, string>> = {
   d1: "D1",
@@ -31,6 +27,10 @@ const KIND_NAMES: Readonly<Record<string, string>> = {
   service: "service",
 };
 
+/**
+ * The final state a run left, as custom invariants read it; `nowMs` is the run's clock at its end
+ * (timers, alarms and delays move it past the engine's), which decides what has expired in KV.
+ */
 export function finalState(
   engine: Engine,
   world: World,
@@ -51,35 +51,27 @@ export function finalState(
     }
     return result.rows.map((row) => Object.fromEntries(result.columns.map((c, i) => [c, row[i]])));
   };
-  const binding = (name: string, kind: string) => {
-    const slash = name.lastIndexOf("/");
-    const prefix = slash < 0 ? "" : name.slice(0, slash + 1);
-    const worker = world.workers.find((w) => w.prefix === prefix);
-    const spec = worker?.bindings.get(name.slice(slash + 1));
+  const binding = (name: string, kind: BindingSpec["kind"]) => {
+    const found = ownerOf(world.workers, name);
+    const spec = found?.[0].bindings.get(found[1]);
     if (!spec || spec.kind !== kind) {
       // Say which bindings of that kind the Workers' configs do give, where the fix may be.
-      const known = world.workers.flatMap((w) =>
-        [...w.bindings].flatMap(([n, b]) => (b.kind === kind ? [`${w.prefix}${n}`] : [])),
-      );
-      const configs = world.workers.flatMap((w) =>
-        w.config
-          ? [`${shown(w.config.file)}${w.config.env === undefined ? "" : ` (env.${w.config.env})`}`]
-          : [],
-      );
+      const known = bindingNames(world.workers, kind);
+      const configs = world.workers.flatMap((w) => (w.config ? [shownConfig(w.config)] : []));
       const what = KIND_NAMES[kind] ?? kind;
       const has = known.length
         ? `the ${what} bindings are ${known.join(", ")}`
         : `no Worker has a ${what} binding in ${configs.join(", ") || "its config"}`;
       throw new InputError(
         world.file,
-        `it reads ${KIND_NAMES[kind] ?? kind} binding ${name}, which the scenario does not have; ${has}`,
+        `it reads ${what} binding ${name}, which the scenario does not have; ${has}`,
       );
     }
     return spec;
   };
   return {
     // By any of the database's bindings: `admin/DB` reads the store it shares with `DB`.
-    d1: (db, sql, ...params) => rows(d1StoreOf(world.workers, db) ?? db, sql, params, db),
+    d1: (db, sql, ...params) => rows(d1Store(world.workers, db), sql, params, db),
     kv: ((name: string, key: string, type?: unknown) => {
       const spec = binding(name, "kv");
       const as = kvStateType(world.file, name, key, type);

@@ -459,11 +459,6 @@ function installWorkersGlobals(): void {
 }
 
 /**
- * `process.env` while a run is active is the running Worker's, never the machine's: the shell's
- * environment (its API keys among it) must not reach Worker code, nor make a check depend on the
- * machine it runs on. Outside a run, the process's own.
- */
-/**
  * `process.hrtime()`, `process.hrtime.bigint()` and `process.uptime()` on the run's clock, as
  * workerd's `process` answers them (the time since the Unix epoch, and an uptime of 0), so that a
  * Worker with Node.js compatibility cannot read the machine's clock through them.
@@ -490,6 +485,11 @@ function installProcessClock(): void {
   }
 }
 
+/**
+ * `process.env` while a run is active is the running Worker's, never the machine's: the shell's
+ * environment (its API keys among it) must not reach Worker code, nor make a check depend on the
+ * machine it runs on. Outside a run, the process's own.
+ */
 function installProcessEnv(): void {
   const platform = globalThis as { process?: { env?: unknown } };
   const proc = platform.process;

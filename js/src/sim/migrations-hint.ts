@@ -6,7 +6,7 @@
 
 import { dirname, isAbsolute, relative } from "node:path";
 import { shown } from "../errors.ts";
-import { d1StoreOf } from "./store-names.ts";
+import { d1Store } from "./store-names.ts";
 import type { World } from "./world.ts";
 
 /** A message from a query or an invariant that names a table the database lacks. */
@@ -19,7 +19,7 @@ const MISSING_TABLE = /no such table|has no table/;
  */
 export function withMigrationsHint(world: World, db: string, message: string): string {
   if (!MISSING_TABLE.test(message)) return message;
-  const hint = migrationsHint(world, (store) => store === (d1StoreOf(world.workers, db) ?? db));
+  const hint = migrationsHint(world, (store) => store === d1Store(world.workers, db));
   return hint === undefined ? message : `${message} (${hint})`;
 }
 
@@ -38,7 +38,7 @@ export function withAnyMigrationsHint(world: World, message: string): string {
 function migrationsHint(world: World, wanted: (store: string) => boolean): string | undefined {
   const setUp = new Set(
     (world.scenario.setup ?? []).flatMap((step) =>
-      step.kind === "d1Schema" ? [d1StoreOf(world.workers, step.db) ?? step.db] : [],
+      step.kind === "d1Schema" ? [d1Store(world.workers, step.db)] : [],
     ),
   );
   for (const worker of world.workers) {

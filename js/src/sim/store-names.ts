@@ -4,7 +4,7 @@
  * because the run also resolves them inside workerd.
  */
 
-import type { SimWorker } from "./world.ts";
+import type { BindingSpec, SimWorker } from "./world.ts";
 
 /** Resolves `binding` (`PAYMENTS`, or `payments/LEDGER` for a callee's) to its Worker and name. */
 export function ownerOf(workers: readonly SimWorker[], binding: string): [SimWorker, string] | undefined {
@@ -22,4 +22,16 @@ export function d1StoreOf(workers: readonly SimWorker[], db: string): string | u
   const found = ownerOf(workers, db);
   const spec = found?.[0].bindings.get(found[1]);
   return spec?.kind === "d1" ? spec.store : undefined;
+}
+
+/** The store D1 binding `db` reaches, or `db` itself when no Worker of the scenario has it. */
+export function d1Store(workers: readonly SimWorker[], db: string): string {
+  return d1StoreOf(workers, db) ?? db;
+}
+
+/** The scenario names of every binding of `kind` (`DB`, `payments/DB`), for messages. */
+export function bindingNames(workers: readonly SimWorker[], kind: BindingSpec["kind"]): string[] {
+  return workers.flatMap((w) =>
+    [...w.bindings].flatMap(([n, b]) => (b.kind === kind ? [`${w.prefix}${n}`] : [])),
+  );
 }

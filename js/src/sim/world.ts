@@ -12,7 +12,7 @@ import type { LoadedScenario } from "../load/scenario.ts";
 import type { D1DatabaseBinding, KvNamespaceBinding, QueueConsumer, WorkerConfig } from "../load/wrangler.ts";
 import { readDevVars, readWranglerConfig } from "../load/wrangler.ts";
 import { nodejsCompat } from "./compatibility.ts";
-import { d1StoreOf, ownerOf } from "./store-names.ts";
+import { bindingNames, d1Store, d1StoreOf, ownerOf } from "./store-names.ts";
 
 export type ServiceTarget =
   | {
@@ -228,10 +228,9 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
     // On Cloudflare the binding reaches the Worker its `service` names; a callee of another name
     // (another environment's, say) is a pairing production never has.
     if (declared && callee.config && declared.service !== callee.name) {
-      const where = callee.config.env === undefined ? "" : ` (env.${callee.config.env})`;
       throw new InputError(
         file,
-        `setup[${i}]: ${step.kind}("${step.binding}") runs Worker ${callee.name} (${shown(callee.config.file)}${where}), but ${shown(owner.config?.file ?? owner.entry)} binds ${binding} to service ${declared.service}, the Worker the binding reaches on Cloudflare`,
+        `setup[${i}]: ${step.kind}("${step.binding}") runs Worker ${callee.name} (${shownConfig(callee.config)}), but ${shown(owner.config?.file ?? owner.entry)} binds ${binding} to service ${declared.service}, the Worker the binding reaches on Cloudflare`,
       );
     }
     const same = workers.find((w) => w.prefix === callee.prefix);
@@ -304,9 +303,7 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
   const kvStores = storesOf("kv");
   const knownDb = (db: string, what: string) => {
     if (d1StoreOf(workers, db) === undefined) {
-      const names = workers.flatMap((w) =>
-        [...w.bindings].flatMap(([name, b]) => (b.kind === "d1" ? [`${w.prefix}${name}`] : [])),
-      );
+      const names = bindingNames(workers, "d1");
       const known = names.length ? `the D1 bindings are ${names.join(", ")}` : "no Worker binds D1";
       throw new InputError(
         file,
@@ -486,7 +483,7 @@ function setUpOnce(
   const setUp = new Map<string, { readonly db: string; readonly step: number }>();
   for (const [i, step] of (scenario.setup ?? []).entries()) {
     if (step.kind !== "d1Schema") continue;
-    const store = d1StoreOf(workers, step.db) ?? step.db;
+    const store = d1Store(workers, step.db);
     const earlier = setUp.get(store);
     if (!earlier) setUp.set(store, { db: step.db, step: i });
     if (!earlier || earlier.db === step.db) continue;
