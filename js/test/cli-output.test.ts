@@ -5,14 +5,14 @@
  */
 
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
 import { check } from "../src/check.ts";
 import { type Progress, progressLine } from "../src/progress.ts";
 import { renderTrace } from "../src/trace.ts";
+import { tempFolder } from "./files.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const example = `${root}examples/service-binding`;
@@ -155,7 +155,7 @@ function child(element: XmlElement, name: string): XmlElement | undefined {
 }
 
 describe("--junit", () => {
-  const dir = mkdtempSync(join(tmpdir(), "eutaxy-junit-"));
+  const dir = tempFolder("eutaxy-junit-");
 
   function junit(args: string[], file: string): { code: number | null; suite: XmlElement; stdout: string } {
     const path = join(dir, file);

@@ -4,15 +4,23 @@
  */
 
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { tempFolder } from "./files.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 
-function eutaxy(args: string[], cwd = root): { code: number | null; stdout: string; stderr: string } {
-  const run = spawnSync(process.execPath, [`${root}js/bin/eutaxy.js`, ...args], { cwd, encoding: "utf8" });
+function eutaxy(
+  args: string[],
+  cwd = root,
+  env: NodeJS.ProcessEnv = process.env,
+): { code: number | null; stdout: string; stderr: string } {
+  const run = spawnSync(process.execPath, [`${root}js/bin/eutaxy.js`, ...args], {
+    cwd,
+    encoding: "utf8",
+    env,
+  });
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
@@ -84,7 +92,7 @@ describe("eutaxy check", () => {
   });
 
   it("writes the counterexample as an HTML page with --html", () => {
-    const page = join(mkdtempSync(join(tmpdir(), "eutaxy-html-")), "checkout.html");
+    const page = join(tempFolder("eutaxy-html-"), "checkout.html");
     const run = eutaxy(["check", "./checkout.sim.ts", "--html", page], `${root}examples/service-binding`);
     expect(run.code).toBe(1);
     const html = readFileSync(page, "utf8");
@@ -101,6 +109,17 @@ describe("eutaxy check", () => {
     expect(result.schema).toBe("eutaxy.check/1");
     expect(result.verdict).toBe("VIOLATED");
     expect(result.eventsKept).toEqual(["req-2"]);
+  });
+
+  it("leaves no temporary folder behind when it runs the Workers in workerd", () => {
+    const tmp = tempFolder("eutaxy-tmpdir-");
+    const cwd = `${root}examples/service-binding`;
+    const run = eutaxy(["check", "./checkout.fixed.sim.ts", "--runtime", "workerd"], cwd, {
+      ...process.env,
+      TMPDIR: tmp,
+    });
+    expect(run.code).toBe(0);
+    expect(readdirSync(tmp)).toEqual([]);
   });
 
   it("documents its options and exit codes in --help", () => {

@@ -6,12 +6,12 @@
  */
 
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { type CheckOptions, type CheckResult, check, renderReport } from "../src/index.ts";
 import { mergeResults } from "../src/merge.ts";
+import { tempFolder } from "./files.ts";
 import { violated } from "./verdict.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
@@ -34,7 +34,7 @@ function interleaved(scenario: string, n: number): string {
     .replace(/maxConcurrentInvocations: \d+/, `maxConcurrentInvocations: ${n}`);
   if (!text.includes(`maxConcurrentInvocations: ${n}`))
     throw new Error(`${scenario} sets no bound to change`);
-  const copy = join(mkdtempSync(join(tmpdir(), "eutaxy-interleaved-")), basename(scenario));
+  const copy = join(tempFolder("eutaxy-interleaved-"), basename(scenario));
   writeFileSync(copy, text);
   return copy;
 }

@@ -6,7 +6,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { afterEach, beforeEach, expect } from "vitest";
+import { afterAll, afterEach, beforeEach, expect } from "vitest";
 import { InputError } from "../src/errors.ts";
 
 /** Writes `text` to `name` in `dir`, making the folders it needs, and answers the file's path. */
@@ -17,9 +17,22 @@ function writeIn(dir: string, name: string, text: string | Uint8Array): string {
   return file;
 }
 
-/** A new folder (named from `prefix`) holding `files`, path → text, for one test. */
-export function project(files: Record<string, string>, prefix = "eutaxy-project-"): string {
+/** The folders `tempFolder` made for the test file that imports this module. */
+const made: string[] = [];
+afterAll(() => {
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A new empty folder in the system's temporary folder, removed after the test file's tests. */
+export function tempFolder(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
+  made.push(dir);
+  return dir;
+}
+
+/** A new folder (named from `prefix`) holding `files`, path → text, for one test file. */
+export function project(files: Record<string, string>, prefix = "eutaxy-project-"): string {
+  const dir = tempFolder(prefix);
   for (const [name, text] of Object.entries(files)) writeIn(dir, name, text);
   return dir;
 }

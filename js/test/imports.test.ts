@@ -6,11 +6,11 @@
  * as WebAssembly modules, and a config's own `rules` give the files they match as their types.
  */
 
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { check, InputError } from "../src/index.ts";
+import { tempFolder } from "./files.ts";
 import { ADD_WASM } from "./wasm.ts";
 
 const runtimes = ["node", "workerd"] as const;
@@ -23,7 +23,7 @@ function scenario(
   options: { imports?: string; body: string; expected?: string; rules?: unknown[] },
   files: Record<string, string | Uint8Array> = {},
 ): string {
-  const dir = mkdtempSync(join(tmpdir(), "eutaxy-imports-"));
+  const dir = tempFolder("eutaxy-imports-");
   for (const [name, contents] of Object.entries(files)) writeFileSync(join(dir, name), contents);
   writeFileSync(
     join(dir, "wrangler.jsonc"),

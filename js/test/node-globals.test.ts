@@ -8,12 +8,12 @@
  * on every request in production passes the check.
  */
 
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Miniflare } from "miniflare";
 import { describe, expect, it } from "vitest";
 import { check } from "../src/index.ts";
+import { tempFolder } from "./files.ts";
 
 /** The Worker: what each name is, and what reading it, a property of it and `typeof` of that do. */
 const WORKER = `
@@ -64,7 +64,7 @@ async function workerdAnswer(date: string, flags: readonly string[]): Promise<st
 
 /** A scenario that holds the Worker, with `date` and `flags`, to the answer `expected`. */
 function scenario(date: string, flags: readonly string[], expected: string): string {
-  const dir = mkdtempSync(join(tmpdir(), "eutaxy-node-globals-"));
+  const dir = tempFolder("eutaxy-node-globals-");
   writeFileSync(join(dir, "worker.js"), WORKER);
   writeFileSync(
     join(dir, "wrangler.json"),

@@ -4,12 +4,12 @@
  */
 
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { type CheckResult, check } from "../src/index.ts";
 import { mergeResults } from "../src/merge.ts";
+import { tempFolder } from "./files.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const example = (file: string) => `${root}examples/service-binding/${file}`;
@@ -74,7 +74,7 @@ describe("shards", () => {
   });
 
   it("work from the command line: --shard I/N with --json, then eutaxy merge", () => {
-    const dir = mkdtempSync(join(tmpdir(), "eutaxy-shards-"));
+    const dir = tempFolder("eutaxy-shards-");
     const cli = (args: string[]) =>
       spawnSync(process.execPath, [`${root}js/bin/eutaxy.js`, ...args], {
         cwd: `${root}examples/service-binding`,

@@ -7,12 +7,11 @@
  * simulate (`caches.default`) stops the check rather than answering 500 and hiding the rest.
  */
 
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { type CheckResult, check, InputError, renderReport } from "../src/index.ts";
-import { project } from "./files.ts";
+import { project, tempFolder } from "./files.ts";
 
 /**
  * A folder with a one-route Worker whose fetch body is `body`, and a scenario with `invariant`;
@@ -24,7 +23,7 @@ function scenario(
   imports = "",
   config: Record<string, unknown> = {},
 ): string {
-  const dir = mkdtempSync(join(tmpdir(), "eutaxy-mistakes-"));
+  const dir = tempFolder("eutaxy-mistakes-");
   writeFileSync(
     join(dir, "wrangler.jsonc"),
     JSON.stringify({
@@ -403,7 +402,7 @@ describe("a scenario that applies no D1 migrations", () => {
 
 describe("a service binding to an entrypoint", () => {
   it("the callee does not export is refused before any run: every call would throw", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "eutaxy-mistakes-"));
+    const dir = tempFolder("eutaxy-mistakes-");
     mkdirSync(join(dir, "inventory"));
     writeFileSync(
       join(dir, "wrangler.jsonc"),

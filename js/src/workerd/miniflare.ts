@@ -6,7 +6,10 @@
  * error the check ended with, raised again here as the same InputError or SimulationError.
  */
 
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { Miniflare } from "miniflare";
 import { InputError, shown, uncarry } from "../errors.ts";
@@ -56,32 +59,37 @@ export async function exploreInWorkerd(exploration: Omit<Exploration, "createEng
     schemas: [...exploration.schemas],
   };
   const stderr = new StartupLog();
-  const mf = new Miniflare({
-    modulesRoot: ROOT,
-    modules: [
-      { type: "ESModule", path: `${ROOT}/main.js`, contents: main.text },
-      { type: "ESModule", path: `${ROOT}/host.js`, contents: host },
-      { type: "ESModule", path: `${ROOT}/scenario.js`, contents: scenario },
-      {
-        type: "CompiledWasm",
-        path: `${ROOT}/engine_bg.wasm`,
-        contents: readFileSync(webEnginePath("engine_bg.wasm")),
-      },
-      ...wasmFiles.map((file, i) => ({
-        type: "CompiledWasm" as const,
-        path: `${ROOT}/${compiledWasmModule(i)}`,
-        contents: readFileSync(file),
-      })),
-    ],
-    compatibilityDate: WORKERD_COMPATIBILITY_DATE,
-    compatibilityFlags: ["nodejs_compat"],
-    // The `request.cf` object Miniflare would otherwise download: the simulation has no network.
-    cf: false,
-    handleRuntimeStdio(out: Readable, err: Readable) {
-      out.pipe(process.stdout);
-      err.on("data", (chunk: Buffer) => stderr.write(chunk));
-    },
-  });
+  const tmp = mkdtempSync(join(tmpdir(), "eutaxy-workerd-"));
+  const mf = inTemporaryFolder(
+    tmp,
+    () =>
+      new Miniflare({
+        modulesRoot: ROOT,
+        modules: [
+          { type: "ESModule", path: `${ROOT}/main.js`, contents: main.text },
+          { type: "ESModule", path: `${ROOT}/host.js`, contents: host },
+          { type: "ESModule", path: `${ROOT}/scenario.js`, contents: scenario },
+          {
+            type: "CompiledWasm",
+            path: `${ROOT}/engine_bg.wasm`,
+            contents: readFileSync(webEnginePath("engine_bg.wasm")),
+          },
+          ...wasmFiles.map((file, i) => ({
+            type: "CompiledWasm" as const,
+            path: `${ROOT}/${compiledWasmModule(i)}`,
+            contents: readFileSync(file),
+          })),
+        ],
+        compatibilityDate: WORKERD_COMPATIBILITY_DATE,
+        compatibilityFlags: ["nodejs_compat"],
+        // The `request.cf` object Miniflare would otherwise download: the simulation has no network.
+        cf: false,
+        handleRuntimeStdio(out: Readable, err: Readable) {
+          out.pipe(process.stdout);
+          err.on("data", (chunk: Buffer) => stderr.write(chunk));
+        },
+      }),
+  );
   let answer: HostAnswer;
   try {
     try {
@@ -98,9 +106,27 @@ export async function exploreInWorkerd(exploration: Omit<Exploration, "createEng
   } finally {
     // A runtime that failed to start fails its disposal the same way; the error above says why.
     await mf.dispose().catch(() => {});
+    await rm(tmp, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   }
   if ("result" in answer) return answer.result;
   throw uncarry(answer.error, "inside workerd");
+}
+
+/**
+ * Makes what `make` makes with the system's temporary folder being `folder`. Miniflare makes its
+ * temporary folder inside the system's when it is constructed, and only starts removing it when
+ * disposed, without waiting: a check that ends its process (or a test file) right after would
+ * leave it behind. Inside a folder of the check's own, awaiting that folder's removal removes it.
+ */
+function inTemporaryFolder<T>(folder: string, make: () => T): T {
+  const saved = process.env.TMPDIR;
+  process.env.TMPDIR = folder;
+  try {
+    return make();
+  } finally {
+    if (saved === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = saved;
+  }
 }
 
 /** Bytes of workerd's stderr kept while it starts, to say why it could not. */
