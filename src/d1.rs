@@ -259,8 +259,9 @@ pub struct RawResult {
     pub rows_read: u64,
     /// Equal to `changes`.
     pub rows_written: u64,
-    /// The database size after the statement: page count times page size.
-    pub size_after: u64,
+    /// The database size after the statement, page count times page size, as D1 reports it;
+    /// `None` where nothing reads it (see `Database::sized`).
+    pub size_after: Option<u64>,
     /// Whether the statement may have written (SQLite's `sqlite3_stmt_readonly` is false) or
     /// changed rows.
     pub changed_db: bool,
@@ -286,6 +287,11 @@ struct Database {
     /// Whether the current run executes inside the outer transaction `restore` rolls back.
     in_run_transaction: bool,
     size: SizeCache,
+    /// Whether a Worker's statements report the database's size after them (D1's
+    /// `meta.size_after`): a Durable Object's SQL storage reports none, and the engine's and the
+    /// host's own statements need none, so those skip reading it (a `PRAGMA`, prepared afresh
+    /// each time it runs).
+    sized: bool,
     /// How traces name the database, when the host named it (`DO:Room/"lobby" SQL` for a
     /// Durable Object's storage); `D1 <name>` otherwise.
     label: Option<String>,
@@ -316,10 +322,23 @@ struct SizeCache {
 }
 
 impl SizeCache {
-    /// The database's size after a statement; `readonly` statements cannot have changed it.
-    fn after(&mut self, connection: &Connection, readonly: bool) -> rusqlite::Result<u64> {
-        if let (true, Some(bytes)) = (readonly, self.bytes) {
-            return Ok(bytes);
+    /// The database's size after a statement, when `wanted`; `readonly` statements cannot have
+    /// changed it, and the size another statement may have changed is read again when next
+    /// wanted.
+    fn after(
+        &mut self,
+        connection: &Connection,
+        readonly: bool,
+        wanted: bool,
+    ) -> rusqlite::Result<Option<u64>> {
+        if !readonly {
+            self.bytes = None;
+        }
+        if !wanted {
+            return Ok(None);
+        }
+        if let Some(bytes) = self.bytes {
+            return Ok(Some(bytes));
         }
         let page_size = match self.page_size {
             Some(size) => size,
@@ -334,7 +353,7 @@ impl SizeCache {
             .query_row([], |r| r.get(0))?;
         let bytes = u64::try_from(pages.saturating_mul(page_size)).unwrap_or(0);
         self.bytes = Some(bytes);
-        Ok(bytes)
+        Ok(Some(bytes))
     }
 }
 
@@ -347,6 +366,7 @@ impl Database {
             rollback_safe: false,
             in_run_transaction: false,
             size: SizeCache::default(),
+            sized: true,
             label: None,
         }
     }
@@ -543,6 +563,8 @@ impl Databases {
             .map_err(cannot)?;
         enforce_foreign_keys(&connection).map_err(cannot)?;
         let mut database = Database::new(connection, None);
+        // Only a Durable Object's store is named by the host (see `Databases::shown`).
+        database.sized = label.is_none();
         database.label = label.map(str::to_string);
         self.databases.insert(name.to_string(), database);
         Ok(())
@@ -677,10 +699,11 @@ impl Databases {
         }
         let outside = database.before(sql)?;
         let own = source == Source::Worker && outside && database.connection.is_autocommit();
+        let sized = source == Source::Worker && database.sized;
         let result = in_own_transaction(
             &database.connection,
             own,
-            || run_statement(&database.connection, sql, params, &mut database.size),
+            || run_statement(&database.connection, sql, params, &mut database.size, sized),
             StatementError::Sqlite,
         )?;
         database.after();
@@ -716,7 +739,13 @@ impl Databases {
         for statement in statements {
             database.before(&statement.sql)?;
         }
-        let result = run_batch(&mut database.connection, statements, &mut database.size);
+        let sized = source == Source::Worker && database.sized;
+        let result = run_batch(
+            &mut database.connection,
+            statements,
+            &mut database.size,
+            sized,
+        );
         database.after();
         result
     }
@@ -893,13 +922,14 @@ fn run_batch(
     connection: &mut Connection,
     statements: &[Statement],
     size: &mut SizeCache,
+    sized: bool,
 ) -> Result<Vec<RawResult>> {
     let savepoint = connection
         .savepoint()
         .map_err(|e| Error::new(d1_message(&StatementError::Sqlite(e))))?;
     let mut results = Vec::with_capacity(statements.len());
     for (index, statement) in statements.iter().enumerate() {
-        match run_statement(&savepoint, &statement.sql, &statement.params, size) {
+        match run_statement(&savepoint, &statement.sql, &statement.params, size, sized) {
             Ok(result) => results.push(result),
             // Dropping the savepoint rolls it back.
             Err(e) => {
@@ -957,6 +987,7 @@ fn run_statement(
     sql: &str,
     params: &[Value],
     size: &mut SizeCache,
+    sized: bool,
 ) -> std::result::Result<RawResult, StatementError> {
     if sql.trim().is_empty() {
         return Err(StatementError::Message(
@@ -1028,7 +1059,7 @@ fn run_statement(
         last_row_id: connection.last_insert_rowid(),
         rows_read: rows_returned + changes,
         rows_written: changes,
-        size_after: size.after(connection, readonly && !changed)?,
+        size_after: size.after(connection, readonly && !changed, sized)?,
         changed_db: changed || schema_changed,
     })
 }
@@ -1392,6 +1423,36 @@ mod tests {
     }
 
     #[test]
+    fn only_a_d1_database_reports_its_size_to_the_worker() {
+        let mut databases = sealed();
+        let size = |databases: &mut Databases, name: &str, source: Source| {
+            databases
+                .run_as(name, "SELECT 1", &[], source)
+                .unwrap()
+                .size_after
+        };
+        let before = size(&mut databases, "payments/DB", Source::Worker).unwrap();
+        // A statement that reports no size still changes it: 200 rows of 1 KB take new pages.
+        let insert = databases
+            .run(
+                "payments/DB",
+                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200) \
+                 INSERT INTO charges (order_id, idempotency_key) \
+                 SELECT hex(zeroblob(500)), 'key-' || i FROM n",
+                &[],
+            )
+            .unwrap();
+        assert_eq!(insert.size_after, None);
+        let after = size(&mut databases, "payments/DB", Source::Worker).unwrap();
+        assert!(after >= before + 100 * 1024, "{before} then {after}");
+
+        databases
+            .open_labeled("do:Room:ab12", Some("DO:Room/\"lobby\" SQL"))
+            .unwrap();
+        assert_eq!(size(&mut databases, "do:Room:ab12", Source::Worker), None);
+    }
+
+    #[test]
     fn traces_name_a_database_by_its_label_or_as_d1() {
         let mut databases = sealed();
         assert_eq!(databases.shown("DB"), "D1 DB");
@@ -1414,7 +1475,7 @@ mod tests {
     fn result_shapes() {
         let mut databases = sealed();
         let insert = databases
-            .run(
+            .run_as(
                 "payments/DB",
                 "INSERT INTO charges (order_id, idempotency_key, amount, receipt) \
                  VALUES (?, ?, ?, ?)",
@@ -1424,6 +1485,7 @@ mod tests {
                     Value::Real(9.5),
                     Value::Blob(vec![1, 2]),
                 ],
+                Source::Worker,
             )
             .unwrap();
         assert_eq!(insert.columns, Vec::<String>::new());
@@ -1431,7 +1493,7 @@ mod tests {
         assert_eq!(insert.rows_written, 1);
         assert_eq!(insert.last_row_id, 2);
         assert!(insert.changed_db);
-        assert!(insert.size_after > 0);
+        assert!(insert.size_after.is_some_and(|bytes| bytes > 0));
 
         let select = databases
             .run(

@@ -55,7 +55,7 @@ extern "C" {
         last_row_id: f64,
         rows_read: f64,
         rows_written: f64,
-        size_after: f64,
+        size_after: Option<f64>,
         changed_db: bool,
     ) -> JsValue;
 }
@@ -487,7 +487,7 @@ fn result_to_js(result: &RawResult) -> JsValue {
         result.last_row_id as f64,
         result.rows_read as f64,
         result.rows_written as f64,
-        result.size_after as f64,
+        result.size_after.map(|bytes| bytes as f64),
         result.changed_db,
     )
 }

@@ -155,7 +155,8 @@ export interface D1RawResult {
   readonly lastRowId: number;
   readonly rowsRead: number;
   readonly rowsWritten: number;
-  readonly sizeAfter: number;
+  /** D1's `meta.size_after`, for a Worker's statements on a D1 database (nothing else reads it). */
+  readonly sizeAfter?: number;
   readonly changedDb: boolean;
 }
 

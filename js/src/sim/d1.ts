@@ -453,7 +453,8 @@ function toMeta(result: D1RawResult): D1Meta & Record<string, unknown> {
     changes: result.changes,
     last_row_id: result.lastRowId,
     changed_db: result.changedDb,
-    size_after: result.sizeAfter,
+    // The engine reports it for every Worker statement on a D1 database.
+    size_after: result.sizeAfter ?? 0,
     rows_read: result.rowsRead,
     rows_written: result.rowsWritten,
   };
