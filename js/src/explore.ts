@@ -468,6 +468,8 @@ function probeModules(engine: Engine, world: World): void {
     setTimer: () => {
       throw new Error(GLOBAL_SCOPE);
     },
+    // Said below of the Worker whose module loads, at the line that used it.
+    notSimulated: (what) => new NotSimulatedAtImport(what),
   });
   const exportsOf = new Map<SimWorker, Record<string, unknown>>();
   try {
@@ -476,6 +478,7 @@ function probeModules(engine: Engine, world: World): void {
       try {
         exports = worker.module.instantiate(runtimeModules(() => ({})));
       } catch (error) {
+        if (error instanceof NotSimulatedAtImport) throw notSimulatedAtImport(worker, error);
         // An import eutaxy refuses (node:fs, cloudflare:email) says so itself.
         if (error instanceof InputError) throw error;
         throw threwAtImport(worker, error);
@@ -503,6 +506,23 @@ function probeModules(engine: Engine, world: World): void {
     deactivate();
   }
   for (const worker of world.workers) exportedEntrypoints(worker, exportsOf);
+}
+
+/** What a module that uses an API eutaxy does not simulate (the Cache API) as it loads throws. */
+class NotSimulatedAtImport extends Error {
+  constructor(readonly what: string) {
+    super(`the Worker used ${what}, which eutaxy does not simulate yet`);
+  }
+}
+
+/** A module's use of an API eutaxy does not simulate as it loads: bad input at that line, naming the Worker. */
+function notSimulatedAtImport(worker: SimWorker, error: NotSimulatedAtImport): InputError {
+  const at = worker.module.whereThrown(error);
+  const where = at === undefined ? shown(worker.entry) : `${shown(at.file)}:${at.line}:${at.column}`;
+  return new InputError(
+    where,
+    `Worker ${worker.name} used ${error.what}, which eutaxy does not simulate yet; the check cannot go on without it`,
+  );
 }
 
 /**

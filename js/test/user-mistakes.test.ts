@@ -185,6 +185,42 @@ describe("what a Worker reaches for", () => {
   });
 });
 
+describe("an API eutaxy does not simulate, used as a module loads", () => {
+  it("names the Worker whose module used it, not the one the requests reach", async () => {
+    const dir = project({
+      "wrangler.json": JSON.stringify({
+        name: "shop",
+        main: "worker.ts",
+        compatibility_date: "2025-09-01",
+        services: [{ binding: "PRICES", service: "prices" }],
+      }),
+      "worker.ts": `export default { async fetch(_r: Request, env: { PRICES: Fetcher }) {
+        return env.PRICES.fetch("https://prices/");
+      } };`,
+      "prices/wrangler.json": JSON.stringify({
+        name: "prices",
+        main: "worker.ts",
+        compatibility_date: "2025-09-01",
+      }),
+      "prices/worker.ts": `const cache = caches.default;
+        export default { async fetch() { return new Response(String(typeof cache)); } };`,
+      "s.sim.ts": `import { callee, defineScenario, http, invariant } from "eutaxy/cloudflare";
+        export default defineScenario({
+          name: "prices",
+          worker: { entry: "./worker.ts", config: "./wrangler.json" },
+          setup: [callee("PRICES", { config: "./prices/wrangler.json" })],
+          drive: http([{ path: "/" }]),
+          invariants: [invariant("answered", () => true)],
+        });`,
+    });
+    const error = await failure(join(dir, "s.sim.ts"));
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as Error).message).toMatch(
+      /prices\/worker\.ts:1:22: Worker prices used the Cache API \(caches\.default, caches\.open\), which eutaxy does not simulate yet; the check cannot go on without it$/,
+    );
+  });
+});
+
 describe("a binding of a kind eutaxy does not simulate", () => {
   // Left out of env, each of these made the Worker throw on every request, and the check could say BOUNDED.
   it.each<[string, Record<string, unknown>, string]>([

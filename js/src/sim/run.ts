@@ -335,18 +335,22 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   }
 
   processEnv(): Record<string, string> {
-    const name = this.running?.worker ?? this.instantiating?.name;
-    const worker = this.world.workers.find((w) => w.name === name) ?? this.world.main;
+    const worker = this.currentWorker();
     return this.memo(`process.env:${worker.name}`, () => processEnvOf(worker));
   }
 
   notSimulated(what: string): Error {
-    const name = this.running?.worker;
-    const worker = this.world.workers.find((w) => w.name === name) ?? this.world.main;
+    const worker = this.currentWorker();
     return new InputError(
       worker.entry,
       `Worker ${worker.name} used ${what}, which eutaxy does not simulate yet; the check cannot go on without it`,
     );
+  }
+
+  /** The Worker whose code is running: an invocation's, or the one whose module is being evaluated. */
+  private currentWorker(): SimWorker {
+    const name = this.running?.worker ?? this.instantiating?.name;
+    return this.world.workers.find((w) => w.name === name) ?? this.world.main;
   }
 
   async execute(plan: RunPlan): Promise<void> {
