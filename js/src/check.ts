@@ -110,7 +110,7 @@ export async function check(scenarioPath: string, options: CheckOptions = {}): P
  * with its stack trace in the middle of a check.
  */
 async function withWorkerRejections<T>(work: () => Promise<T>): Promise<T> {
-  const uncaught = (reason: unknown) => uncaughtInPromise(reason);
+  const uncaught = (reason: unknown, promise: Promise<unknown>) => uncaughtInPromise(reason, promise);
   process.on("unhandledRejection", uncaught);
   try {
     return await work();

@@ -109,6 +109,27 @@ export const real = {
 let source: DeterminismSource | undefined;
 let installed = false;
 
+/**
+ * The global scope's listeners (`addEventListener("unhandledrejection", …)`), one set per source:
+ * a run's module instances add theirs to the run's, and none outlives its run.
+ */
+const globalEvents = new WeakMap<DeterminismSource, EventTarget>();
+
+function runEvents(): EventTarget | undefined {
+  if (!source) return undefined;
+  let events = globalEvents.get(source);
+  if (!events) {
+    events = new EventTarget();
+    globalEvents.set(source, events);
+  }
+  return events;
+}
+
+/** Whether a source is active: a run, or the probe of the Workers' modules. */
+export function simulating(): boolean {
+  return source !== undefined;
+}
+
 /** Makes `next` the source for the wrappers until the returned function is called. */
 export function activate(next: DeterminismSource): () => void {
   install();
@@ -276,6 +297,31 @@ function install(): void {
       },
     });
   }
+  installGlobalScope();
+}
+
+/**
+ * The global scope as workerd's, in both runtimes while a run is active: `self` is the global
+ * object, which is an EventTarget whose listeners are the run's (`runEvents`), so that a module
+ * instance's `addEventListener` at import neither fails on Node nor outlives its run on workerd.
+ */
+function installGlobalScope(): void {
+  const platform = globalThis as unknown as Record<string, unknown>;
+  const realSelf = platform.self;
+  Object.defineProperty(globalThis, "self", {
+    configurable: true,
+    get: () => (source ? globalThis : realSelf),
+  });
+  for (const name of ["addEventListener", "removeEventListener", "dispatchEvent"] as const) {
+    const original = platform[name];
+    Object.defineProperty(globalThis, name, {
+      configurable: true,
+      get() {
+        const events = runEvents();
+        return events ? events[name].bind(events) : original;
+      },
+    });
+  }
 }
 
 /**
@@ -314,7 +360,11 @@ export function endCheck(error: Error): never {
  * A promise Worker code rejected and nothing handled: logged as workerd logs it, with the run's
  * console (the trace keeps it) while a run is active; the request goes on, as in workerd.
  */
-export function uncaughtInPromise(reason: unknown): void {
+export function uncaughtInPromise(reason: unknown, promise?: Promise<unknown>): void {
+  // First to the Worker's own listeners, as workerd's PromiseRejectionEvent: one that cancels
+  // it has dealt with the rejection, and nothing is logged.
+  const event = Object.assign(new Event("unhandledrejection", { cancelable: true }), { reason, promise });
+  if (runEvents()?.dispatchEvent(event) === false) return;
   source?.log?.("error", ["Uncaught (in promise)", reason]);
 }
 

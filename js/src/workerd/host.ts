@@ -15,6 +15,7 @@ import { carry, InputError } from "../errors.ts";
 import { explore } from "../explore.ts";
 import type { WorkerModule } from "../load/bundle.ts";
 import { thrownAt } from "../load/source-map.ts";
+import { simulating, uncaughtInPromise } from "../sim/globals.ts";
 import { simulatedNodeCrypto } from "../sim/node-crypto.ts";
 import {
   evaluateWorker,
@@ -37,6 +38,19 @@ export interface HostParts {
   /** The CompiledWasm modules the Workers import, compiled by workerd, by their absolute paths. */
   readonly compiledWasm: Readonly<Record<string, WebAssembly.Module>>;
 }
+
+// A promise Worker code rejected and nothing handled is taken as Node's host takes it (check.ts):
+// the Worker's own listeners, then the run's console, instead of workerd's log outside the trace.
+interface RejectionEvent extends Event {
+  readonly reason: unknown;
+  readonly promise: Promise<unknown>;
+}
+(globalThis as unknown as EventTarget).addEventListener("unhandledrejection", (event) => {
+  if (!simulating()) return;
+  event.preventDefault();
+  const { reason, promise } = event as RejectionEvent;
+  uncaughtInPromise(reason, promise);
+});
 
 let engineReady = false;
 
