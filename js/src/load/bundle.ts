@@ -42,6 +42,20 @@ export interface WorkerModule {
    * Whatever the Worker throws while it is evaluated propagates as it is.
    */
   instantiate(virtualModules: Readonly<Record<string, unknown>>): Record<string, unknown>;
+  /** The bundle the module was compiled from, where it was bundled in Node: the workerd runtime builds its script from it. */
+  readonly bundled?: WorkerCode;
+}
+
+/** A Worker's bundle, before it is compiled into a factory. */
+export interface WorkerCode {
+  /** The module as CommonJS, the body of its factory. */
+  readonly code: string;
+  /** The `node:*` modules it requires, sorted. */
+  readonly nodeModules: readonly string[];
+  /** The CompiledWasm modules it requires, by their absolute paths. */
+  readonly compiledWasm: readonly string[];
+  /** The code's source map, for where the Worker throws. */
+  readonly map: SourceMapData | undefined;
 }
 
 const nodeRequire = createRequire(import.meta.url);
@@ -121,7 +135,7 @@ const TYPEOF_ABSENT = new RegExp(
  * `define` replaces `typeof Buffer`'s operand like any other, so this is the one rewrite left to
  * the printed code; the two names are as long as each other, so no source-map column moves.
  */
-export function factoryBody(bundle: string): string {
+function factoryBody(bundle: string): string {
   return bundle.replace(TYPEOF_ABSENT, `typeof ${TYPEOF_GLOBALS}`);
 }
 
@@ -163,7 +177,7 @@ export function workerBuildOptions(
  * The source map bundles carry, for where a Worker throws (`source-map.ts`): inline, split off
  * before the code runs, without the files' text, which is on disk.
  */
-export const WORKER_SOURCE_MAP: { readonly sourcemap: "inline"; readonly sourcesContent: false } = {
+const WORKER_SOURCE_MAP: { readonly sourcemap: "inline"; readonly sourcesContent: false } = {
   sourcemap: "inline",
   sourcesContent: false,
 };
@@ -172,12 +186,12 @@ export const WORKER_SOURCE_MAP: { readonly sourcemap: "inline"; readonly sources
  * The CompiledWasm modules a bundle requires, by the absolute paths it requires them by: the
  * only externals named by a path (the others are `cloudflare:` and `node:` modules).
  */
-export function compiledWasmImports(metafile: Metafile): string[] {
+function compiledWasmImports(metafile: Metafile): string[] {
   return externalImports(metafile).filter((path) => isAbsolute(path));
 }
 
 /** What a bundle leaves to the runtime, each specifier once, sorted. */
-export function externalImports(metafile: Metafile): string[] {
+function externalImports(metafile: Metafile): string[] {
   const specifiers = new Set<string>();
   for (const output of Object.values(metafile.outputs)) {
     for (const imported of output.imports) {
@@ -188,27 +202,35 @@ export function externalImports(metafile: Metafile): string[] {
 }
 
 /**
- * Bundles the Worker at `entry` as wrangler would with `config`; a file esbuild cannot build is an
- * InputError naming it.
+ * Bundles the Worker at `file` as wrangler would with `config`, for either runtime; a file esbuild
+ * cannot build is an InputError naming it as `entry` does.
  */
-export async function bundleWorker(entry: string, config?: BundleConfig): Promise<WorkerModule> {
-  const file = resolve(entry);
-  if (!statSync(file, { throwIfNoEntry: false })?.isFile()) throw new InputError(entry, "no such file");
-  let code: string;
-  let map: SourceMapData | undefined;
-  let wasmFiles: string[];
-  let nodeImports: string[];
+export async function bundleWorkerCode(
+  file: string,
+  config?: BundleConfig,
+  entry: string = file,
+): Promise<WorkerCode> {
   try {
     const result = await build({ ...workerBuildOptions(file, config), ...WORKER_SOURCE_MAP, metafile: true });
-    const bundled = splitInlineSourceMap(result.outputFiles[0]?.text ?? "");
-    code = factoryBody(bundled.code);
-    map = bundled.map;
-    wasmFiles = compiledWasmImports(result.metafile);
-    nodeImports = externalImports(result.metafile).filter((path) => path.startsWith("node:"));
+    const { code, map } = splitInlineSourceMap(result.outputFiles[0]?.text ?? "");
+    return {
+      code: factoryBody(code),
+      nodeModules: externalImports(result.metafile).filter((path) => path.startsWith("node:")),
+      compiledWasm: compiledWasmImports(result.metafile),
+      map,
+    };
   } catch (error) {
     throw buildInputError(error, entry);
   }
-  const compiledWasm = new Map(wasmFiles.map((path) => [path, compileWasm(path)]));
+}
+
+/** Bundles the Worker at `entry` (see `bundleWorkerCode`) and compiles it into a factory in Node. */
+export async function bundleWorker(entry: string, config?: BundleConfig): Promise<WorkerModule> {
+  const file = resolve(entry);
+  if (!statSync(file, { throwIfNoEntry: false })?.isFile()) throw new InputError(entry, "no such file");
+  const bundled = await bundleWorkerCode(file, config, entry);
+  const { code, map } = bundled;
+  const compiledWasm = new Map(bundled.compiledWasm.map((path) => [path, compileWasm(path)]));
   // Compiled once here; each call of the factory below is one fresh evaluation of the module.
   const head = `(function (${FACTORY_PARAMETERS.join(", ")}) {`;
   const factory = new vm.Script(`${head}${code}\n})`, { filename: file }).runInThisContext() as ModuleFactory;
@@ -221,7 +243,8 @@ export async function bundleWorker(entry: string, config?: BundleConfig): Promis
 
   return {
     entry: file,
-    nodeImports,
+    nodeImports: bundled.nodeModules,
+    bundled,
     whereThrown: (error) => (map ? thrownAt(error, placement, map, dirname(file)) : undefined),
     instantiate(virtualModules) {
       return evaluateWorker(factory, (specifier) => {

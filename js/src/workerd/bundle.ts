@@ -1,25 +1,16 @@
 /**
  * The code the workerd script is made of, bundled with esbuild in Node: the simulation host
- * (`host.ts` and everything it imports, with the engine's web build), each Worker of the world
- * and the scenario module. Workers are bundled with the options `load/bundle.ts` uses, and the
- * `node:*` modules and CompiledWasm modules each imports are listed, since workerd can only
- * provide them as imports the script makes itself.
+ * (`host.ts` and everything it imports, with the engine's web build) and the scenario module.
+ * The Workers' code is the bundle `load/bundle.ts` made in Node, with the `node:*` modules and
+ * CompiledWasm modules each imports, which workerd can only provide as imports the script makes
+ * itself.
  */
 
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, type Plugin } from "esbuild";
-import {
-  type BundleConfig,
-  buildInputError,
-  compiledWasmImports,
-  externalImports,
-  factoryBody,
-  WORKER_SOURCE_MAP,
-  workerBuildOptions,
-} from "../load/bundle.ts";
-import { type SourceMapData, splitInlineSourceMap } from "../load/source-map.ts";
+import { buildInputError } from "../load/bundle.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -81,37 +72,6 @@ async function bundleHostNow(): Promise<string> {
     logLevel: "silent",
   });
   return result.outputFiles[0]?.text ?? "";
-}
-
-export interface WorkerCode {
-  /** The module as CommonJS, the body of its factory. */
-  readonly code: string;
-  /** The `node:*` modules it requires. */
-  readonly nodeModules: readonly string[];
-  /** The CompiledWasm modules it requires, by their absolute paths. */
-  readonly compiledWasm: readonly string[];
-  /** The code's source map, for where the Worker throws. */
-  readonly map: SourceMapData | undefined;
-}
-
-/** Bundles a Worker as `load/bundle.ts` does, for a factory in the workerd script. */
-export async function bundleWorkerCode(entry: string, config?: BundleConfig): Promise<WorkerCode> {
-  try {
-    const result = await build({
-      ...workerBuildOptions(entry, config),
-      ...WORKER_SOURCE_MAP,
-      metafile: true,
-    });
-    const { code, map } = splitInlineSourceMap(result.outputFiles[0]?.text ?? "");
-    return {
-      code: factoryBody(code),
-      nodeModules: externalImports(result.metafile).filter((path) => path.startsWith("node:")),
-      compiledWasm: compiledWasmImports(result.metafile),
-      map,
-    };
-  } catch (error) {
-    throw buildInputError(error, entry);
-  }
 }
 
 /** Bundles the scenario module as an ES module for workerd, `eutaxy/cloudflare` resolved to ours. */

@@ -14,15 +14,10 @@ import type { Readable } from "node:stream";
 import { Miniflare } from "miniflare";
 import { InputError, shown, uncarry } from "../errors.ts";
 import type { CheckResult, Exploration } from "../explore.ts";
+import { bundleWorkerCode, type WorkerCode } from "../load/bundle.ts";
 import { FACTORY_PARAMETERS, NODE_MODULES_SIMULATED } from "../sim/runtime-modules.ts";
 import type { World } from "../sim/world.ts";
-import {
-  bundleHost,
-  bundleScenarioCode,
-  bundleWorkerCode,
-  type WorkerCode,
-  webEnginePath,
-} from "./bundle.ts";
+import { bundleHost, bundleScenarioCode, webEnginePath } from "./bundle.ts";
 import type { HostAnswer, HostRequest, WorkerSource } from "./protocol.ts";
 import { encodeWorld } from "./world-data.ts";
 
@@ -43,7 +38,8 @@ export async function exploreInWorkerd(exploration: Omit<Exploration, "createEng
   const [host, scenario, workers] = await Promise.all([
     bundleHost(),
     bundleScenarioCode(world.file),
-    Promise.all(world.workers.map((worker) => bundleWorkerCode(worker.entry, worker.config))),
+    // Bundled once, in Node, as the world was loaded.
+    Promise.all(world.workers.map((w) => w.module.bundled ?? bundleWorkerCode(w.entry, w.config))),
   ]);
   const wasmFiles = [...new Set(workers.flatMap((w) => w.compiledWasm))].sort();
   const main = mainScript(workers, wasmFiles);
