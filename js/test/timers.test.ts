@@ -1,7 +1,8 @@
 /**
  * Timers (js/test/fixtures/timers): `setTimeout`, `setInterval`, `clearTimeout` and
  * `scheduler.wait` run on the run's clock, as the run loop fires them. A retry's backoff takes
- * the time it says and composes with faults; a wait inside a Durable Object is a point where
+ * the time it says and composes with faults; a deadline raced against a call never wins, with
+ * interleavings as without; a wait inside a Durable Object is a point where
  * another call gets in, which interleaving finds; an interval nothing clears stops the run.
  */
 
@@ -19,6 +20,12 @@ describe("timers on the run's clock", () => {
       expect((await check(fixture("clock.sim.ts"), { runtime })).verdict).toBe("BOUNDED");
     },
   );
+
+  it("never fire a caller's deadline before its callee's calls, whatever the interleaving", async () => {
+    // Each request races its call to the ledger against a 2 s timer; the ledger makes two D1
+    // calls. A binding call takes no time, so neither deadline fires in any schedule.
+    expect((await check(fixture("deadline/deadline.sim.ts"))).verdict).toBe("BOUNDED");
+  });
 
   it("let a retry with backoff get through every fault", async () => {
     expect((await check(fixture("pay.sim.ts"))).verdict).toBe("BOUNDED");

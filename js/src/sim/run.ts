@@ -449,13 +449,18 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   }
 
   /**
-   * Firing the earliest timer of an invocation with no binding call waiting for the engine (a
-   * parked call goes first; one already under way, a script answering it, may wait on timers).
+   * Firing the earliest timer of an invocation none of whose binding calls waits for the engine:
+   * neither its own nor one of a callee working on its call (a binding call takes no time, so a
+   * deadline raced against it never wins), as `drive` fires timers only when nothing is parked.
+   * A call already under way, a script answering it, may wait on timers.
    * What the woken code touches until its next effect is unknown, and the clock it moves is
    * shared: its footprint is empty, so it is ordered against every other step.
    */
   private timerStep(): Step | undefined {
-    const timer = this.nextTimer((owner) => !this.parked.some((effect) => effect.invocation === owner));
+    const timer = this.nextTimer(
+      (owner) =>
+        !this.parked.some((effect) => effect.invocation.live && workingFor(effect.invocation, owner)),
+    );
     if (!timer) return undefined;
     return {
       option: {
@@ -919,6 +924,12 @@ function stuckError(invocation: Invocation): SimulationError {
     `invocation ${invocation.id} of Worker ${invocation.worker} is waiting on something outside the simulation ` +
       "(a socket, or a promise nothing settles); eutaxy schedules binding calls and timers only",
   );
+}
+
+/** Whether `invocation` is `owner`, or a callee hosted by one of its calls (at any depth). */
+function workingFor(invocation: Invocation, owner: Invocation): boolean {
+  for (let at: Invocation | undefined = invocation; at; at = at.parent) if (at === owner) return true;
+  return false;
 }
 
 /**
