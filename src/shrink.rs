@@ -23,12 +23,18 @@
 //!    stops at a local minimum: a race found as "defer the callee's write, run the other
 //!    request, then resume" needs both switches, while one switch made earlier ("start the
 //!    other request before the first one's call") races as well;
-//! 5. lower the redeliveries to the smallest value that still fails.
+//! 5. with two choices or more still, run the schedule without any (every point takes its
+//!    default), then try each context switch that run could have made alone (see
+//!    `one_switches`). Step 4 only knows the points of runs that already break the invariant:
+//!    a random walk that switched back and forth ("deliver req-2 before req-1's check, run
+//!    req-1's check before req-2's insert") never reaches "req-1 about to insert while req-2
+//!    waits to be delivered", the one point where a single switch races;
+//! 6. lower the redeliveries to the smallest value that still fails.
 //!
 //! A successful candidate is normalized to what its run actually did (the faults that fired,
 //! the redeliveries used, the choices made), which replays identically. Every success makes the
 //! schedule strictly smaller, so shrinking ends; `shrink_runs_max` bounds it regardless, and
-//! each pass of step 4 runs at most `MERGES_MAX` candidates.
+//! each pass of steps 4 and 5 runs at most `MERGES_MAX` candidates.
 
 use crate::error::{Error, Result};
 use crate::invariant::Violation;
@@ -89,8 +95,12 @@ enum Stage {
     Faults(usize, bool),
     /// Try removing the scheduling choice at this position.
     Choices(usize),
-    /// Try the choice list at this position of `Shrinker::merges`.
+    /// Try the choice list at this position of `Shrinker::lists`, made by `merges`.
     Merges(usize),
+    /// Try the best schedule without choices, to learn the switches its run could make.
+    NoSwitch,
+    /// Try the choice list at this position of `Shrinker::lists`, made by `one_switches`.
+    OneSwitch(usize),
     /// Try this many redeliveries.
     Redeliveries(u32),
     Done,
@@ -111,8 +121,9 @@ pub struct Shrinker {
     events: Vec<String>,
     /// The context switches the best run could have made.
     switches: Vec<Choice>,
-    /// The choice lists the current merge pass tries (see `merges`).
-    merges: Vec<Vec<Choice>>,
+    /// The choice lists the current pass of step 4 or 5 tries (see `merges` and
+    /// `one_switches`); those of step 4 are kept until step 5 knows which it tried.
+    lists: Vec<Vec<Choice>>,
 }
 
 impl Shrinker {
@@ -133,7 +144,7 @@ impl Shrinker {
             runs_max,
             events: Vec::new(),
             switches: Vec::new(),
-            merges: Vec::new(),
+            lists: Vec::new(),
         }
     }
 
@@ -161,8 +172,8 @@ impl Shrinker {
             self.stage = Stage::Done;
         }
         let best = &self.best.schedule;
-        // Each pass either yields a candidate or moves to a later stage; there are seven.
-        for _ in 0..7 {
+        // Each pass either yields a candidate or moves to a later stage; there are nine.
+        for _ in 0..9 {
             let candidate = match self.stage {
                 Stage::Verify => Candidate {
                     schedule: best.clone(),
@@ -248,20 +259,32 @@ impl Shrinker {
                     }
                 }
                 Stage::Choices(_) => {
-                    self.merges = merges(&best.choices, &self.switches);
+                    self.lists = merges(&best.choices, &self.switches);
                     self.stage = Stage::Merges(0);
                     continue;
                 }
-                Stage::Merges(at) if at < self.merges.len() => {
+                Stage::Merges(at) | Stage::OneSwitch(at) if at < self.lists.len() => {
                     let mut schedule = best.clone();
-                    schedule.choices = self.merges[at].clone();
+                    schedule.choices = self.lists[at].clone();
                     Candidate {
                         schedule,
                         strict: false,
                     }
                 }
                 Stage::Merges(_) => {
-                    self.merges.clear();
+                    self.stage = Stage::NoSwitch;
+                    continue;
+                }
+                Stage::NoSwitch if best.choices.len() >= 2 => {
+                    let mut schedule = best.clone();
+                    schedule.choices.clear();
+                    Candidate {
+                        schedule,
+                        strict: false,
+                    }
+                }
+                Stage::NoSwitch | Stage::OneSwitch(_) => {
+                    self.lists.clear();
                     self.stage = Stage::Redeliveries(self.redeliveries_floor);
                     continue;
                 }
@@ -353,10 +376,30 @@ impl Shrinker {
             Stage::Merges(at) => {
                 self.stage = if success {
                     self.accept(&candidate, outcome);
-                    self.merges.clear();
+                    self.lists.clear();
                     Stage::Events(0, 0)
                 } else {
                     Stage::Merges(at + 1)
+                };
+            }
+            Stage::NoSwitch => {
+                self.stage = if success {
+                    self.accept(&candidate, outcome);
+                    self.lists.clear();
+                    Stage::Events(0, 0)
+                } else {
+                    self.lists =
+                        one_switches(&self.best.schedule.choices, &outcome.switches, &self.lists);
+                    Stage::OneSwitch(0)
+                };
+            }
+            Stage::OneSwitch(at) => {
+                self.stage = if success {
+                    self.accept(&candidate, outcome);
+                    self.lists.clear();
+                    Stage::Events(0, 0)
+                } else {
+                    Stage::OneSwitch(at + 1)
                 };
             }
             Stage::Redeliveries(count) => {
@@ -485,6 +528,40 @@ fn merges(choices: &[Choice], switches: &[Choice]) -> Vec<Vec<Choice>> {
             }
             lists.push(list);
             taken += 1;
+        }
+    }
+    lists
+}
+
+/// Choice lists of one switch each, from `switches`, every context switch a run without
+/// choices could have made (in the order of its points): each applies at the one point where
+/// that run reached its default step, and the run goes on from there taking defaults. First
+/// those that take a step one of `choices` took (the step the violating run ran out of turn,
+/// offered where the run without choices reached it), then the others, each group in the order
+/// of the points. A list the passes before tried (one of `merges`, or one of two choices left
+/// after removing the other) is left out. At most `MERGES_MAX`; the order depends on the
+/// arguments only, so shrinking the same run gives the same schedule.
+fn one_switches(
+    choices: &[Choice],
+    switches: &[Choice],
+    merges: &[Vec<Choice>],
+) -> Vec<Vec<Choice>> {
+    let tried = |switch: &Choice| {
+        merges
+            .iter()
+            .any(|list| list.as_slice() == std::slice::from_ref(switch))
+            || choices.len() == 2 && choices.contains(switch)
+    };
+    let took = |switch: &&Choice| choices.iter().any(|c| c.take == switch.take);
+    let (anchored, others): (Vec<&Choice>, Vec<&Choice>) = switches.iter().partition(took);
+    let mut lists: Vec<Vec<Choice>> = Vec::new();
+    for switch in anchored.into_iter().chain(others) {
+        if lists.len() == MERGES_MAX {
+            break;
+        }
+        let list = vec![switch.clone()];
+        if !tried(switch) && !lists.contains(&list) {
+            lists.push(list);
         }
     }
     lists
@@ -1129,10 +1206,15 @@ mod choice_tests {
 mod merge_tests {
     use super::choice_tests::choice as switch;
     use super::*;
+    use crate::schedule::Step;
 
     /// A run that breaks the invariant with one of `breaking` as its choices and could have
     /// switched as `switches` say, whatever its choices.
-    fn run(schedule: &Schedule, breaking: &[Vec<Choice>], switches: &[Choice]) -> Outcome {
+    pub(super) fn run(
+        schedule: &Schedule,
+        breaking: &[Vec<Choice>],
+        switches: &[Choice],
+    ) -> Outcome {
         let broken = breaking.contains(&schedule.choices);
         Outcome {
             violation: broken.then(|| Violation {
@@ -1221,6 +1303,73 @@ mod merge_tests {
     }
 
     #[test]
+    fn tries_each_switch_a_run_without_choices_could_make() {
+        // The race as a random walk found it: deliver req-2 instead of req-1's check, then
+        // run req-1's check instead of req-2's insert. Both checks come before both inserts;
+        // so they do with the one switch "deliver req-2 instead of req-1's insert", offered
+        // only where req-1 is about to insert with req-2 not yet delivered, a point the walk's
+        // runs never reach.
+        let step = |invocation: &str, effect: Option<u32>| Step {
+            invocation: invocation.into(),
+            effect,
+        };
+        let switch = |instead: Step, take: Step| Choice {
+            instead: Some(instead),
+            take,
+        };
+        let found = vec![
+            switch(step("req-1#1", Some(0)), step("req-2#1", None)),
+            switch(step("req-2#1", Some(1)), step("req-1#1", Some(0))),
+        ];
+        let single = switch(step("req-1#1", Some(1)), step("req-2#1", None));
+        let inserts_swapped = switch(step("req-1#1", Some(1)), step("req-2#1", Some(1)));
+        let race = |schedule: &Schedule| {
+            let switches = if schedule.choices.is_empty() {
+                vec![found[0].clone(), single.clone()]
+            } else {
+                vec![found[0].clone(), found[1].clone(), inserts_swapped.clone()]
+            };
+            Outcome {
+                switches,
+                ..run(schedule, &[found.clone(), vec![single.clone()]], &[])
+            }
+        };
+        let original = Schedule {
+            base_seed: 7,
+            events: vec![0],
+            faults: vec![],
+            redeliveries_max: 0,
+            choices: found.clone(),
+        };
+        let first = race(&original);
+        let mut shrinker = Shrinker::new(original, first.violation.unwrap(), 0, 1_000);
+        let mut tried = Vec::new();
+        while let Some(candidate) = shrinker.next_candidate() {
+            tried.push(candidate.schedule.choices.clone());
+            shrinker.report(race(&candidate.schedule)).unwrap();
+        }
+        assert_eq!(shrinker.best().schedule.choices, vec![single.clone()]);
+        assert_eq!(
+            tried,
+            [
+                // The verifying replay, each choice dropped alone, and the one merge left (the
+                // best run's other switches are its choices).
+                found.clone(),
+                vec![found[1].clone()],
+                vec![found[0].clone()],
+                vec![inserts_swapped],
+                // The run without choices, then its switches alone but the first, which
+                // dropping the second choice tried.
+                vec![],
+                vec![single],
+                // From the new best: its one choice dropped.
+                vec![],
+            ],
+            "{tried:?}"
+        );
+    }
+
+    #[test]
     fn bounds_the_merge_candidates_and_orders_them_the_same_every_time() {
         let switches: Vec<Choice> = (0..1_000)
             .map(|n| switch(&format!("s-{n}"), &format!("t-{}", n % 7)))
@@ -1229,12 +1378,18 @@ mod merge_tests {
         let breaking = [choices.clone()];
         let (best, tried) = shrink(choices.clone(), &breaking, &switches);
         assert_eq!(best, choices);
-        // The verifying replay, ten removals, then the merges.
-        let merges = tried.len() - 1 - choices.len();
-        assert_eq!(merges, MERGES_MAX);
-        assert!(tried[1 + choices.len()..]
+        // The verifying replay, ten removals, the merges, the run without choices, then the
+        // switches that run could have made, each alone.
+        let merges = &tried[1 + choices.len()..1 + choices.len() + MERGES_MAX];
+        assert!(merges.iter().all(|c| c.len() < choices.len()));
+        let (no_switch, one_switch) = tried[1 + choices.len() + MERGES_MAX..]
+            .split_first()
+            .unwrap();
+        assert_eq!(no_switch, &Vec::<Choice>::new());
+        assert_eq!(one_switch.len(), MERGES_MAX);
+        assert!(one_switch
             .iter()
-            .all(|c| c.len() < choices.len()));
+            .all(|c| c.len() == 1 && !merges.contains(c)));
         assert_eq!(shrink(choices, &breaking, &switches).1, tried);
     }
 }

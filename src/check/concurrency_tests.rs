@@ -736,3 +736,60 @@ fn shrinking_finds_the_one_context_switch_where_two_were_made() {
     assert_eq!(run_seed, format!("{seed}:1.1@2=2.1"));
     assert!(shrink_runs < 20, "{shrink_runs} shrink runs");
 }
+
+/// Explores the check-then-insert race of two requests with `strategy` from base seed `seed`;
+/// answers how many context switches the violating run the sampling found made, and the
+/// verdict.
+fn sample_the_race(strategy: StrategyKind, seed: &str) -> (usize, Verdict) {
+    let effects = vec![check_then_insert(), check_then_insert()];
+    let mut config = with_unique(config(2, 0, 0));
+    config.seed = seed.into();
+    config.strategy = strategy;
+    config.runs_max = 500;
+    let host = ConcurrentHost::new(effects, 2);
+    let mut check = setup(config, 2, true);
+    let mut found_with = None;
+    while let Some(plan) = check.next_run(0).unwrap() {
+        let run = host.play_run(&mut check, plan).unwrap();
+        if run.end.violated.is_some() && found_with.is_none() {
+            found_with = Some(check.run.choices().len());
+        }
+    }
+    (found_with.unwrap_or(0), check.verdict().unwrap())
+}
+
+#[test]
+fn a_sampled_race_shrinks_to_the_one_switch_it_needs() {
+    // A random walk or PCT run that switched back and forth (deliver req-2 before req-1's
+    // check, then run req-1's check before req-2's insert) races; so does the one switch
+    // "deliver req-2 before req-1's insert", at a point no such run passes through.
+    let mut found_with_several = 0;
+    for strategy in [StrategyKind::Random, StrategyKind::Pct] {
+        for n in 0..20 {
+            let seed = format!("seed-{n}");
+            let (found_with, verdict) = sample_the_race(strategy, &seed);
+            let Verdict::Violated {
+                run_seed,
+                shrink_runs,
+                ..
+            } = &verdict
+            else {
+                panic!("{strategy:?} from {seed}: expected the race, got {verdict:?}");
+            };
+            let base = format!("{:016x}", fnv1a(&seed));
+            assert_eq!(
+                run_seed,
+                &format!("{base}:1,2:-:0:1.1@1=2.1"),
+                "{strategy:?} from {seed}, found with {found_with} switches"
+            );
+            assert!(
+                *shrink_runs <= 30,
+                "{strategy:?} from {seed}: {shrink_runs}"
+            );
+            found_with_several += usize::from(found_with > 1);
+            // The same violation from the same seed shrinks the same way.
+            assert_eq!(sample_the_race(strategy, &seed).1, verdict);
+        }
+    }
+    assert!(found_with_several >= 20, "{found_with_several}");
+}
