@@ -319,6 +319,19 @@ describe("sampling", () => {
       expect(replay.message).toBe(result.message);
     });
 
+    it(`${strategy}: shrinks a walk that switched back and forth to the one switch the race needs`, async () => {
+      // From these seeds the race is first found by a run that switches several times, and
+      // dropping or merging its switches keeps two or three (deliver req-2 before req-1's
+      // lookup, then switch back to req-1's lookup before req-2's insert). The one switch
+      // "deliver req-2 before req-1's insert" races as well, at a point none of those runs
+      // passes through.
+      const seeds = { random: ["s1", "s2", "s3"], pct: ["s1", "s4", "s5"] }[strategy];
+      for (const seed of seeds) {
+        const result = violated(await check(example("signup-race/signup.sim.ts"), { strategy, seed }));
+        expect(result.runSeed.split(":").slice(1), seed).toEqual(["1,2", "-", "0", "1.1@1=2.1"]);
+      }
+    });
+
     it(`${strategy}: is INCOMPLETE, never BOUNDED, and says how it sampled`, async () => {
       const result = await check(example("signup-race/signup.fixed.sim.ts"), { strategy, budgetMs: 300 });
       expect(result.verdict).toBe("INCOMPLETE");
