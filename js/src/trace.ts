@@ -1,10 +1,10 @@
 /**
  * A run, step by step: the trace a check keeps of one run (`CheckResult.trace`), rendered for a
  * person to read. Each line of the trace is one fact the engine or the host recorded, in the
- * order it happened: a delivery, an effect and the decision at it, a D1 statement with its
- * parameters and result, an answer, a death, an exception, a redelivery. The listing indents by
- * invocation nesting, so a callee's effects sit under the call that hosts them and each D1
- * statement under its effect. A line this module does not recognize is shown as it is: the
+ * order it happened: a delivery, an effect and the decision at it, a callee starting, a D1
+ * statement with its parameters and result, an answer, a death, an exception, a redelivery. The
+ * listing indents by invocation nesting, so a callee's lines sit under the call that hosts them
+ * and each D1 statement under its effect. A line this module does not recognize is shown as it is: the
  * trace is the engine's to extend, and the listing must never hide a step.
  */
 
@@ -15,6 +15,8 @@ import { faultName } from "./faults.ts";
 /** One parsed trace line. */
 export type Step =
   | { readonly kind: "deliver"; readonly invocation: string }
+  /** A callee starting, in the effect that hosts it (its id says which: `req-2#1/0`). */
+  | { readonly kind: "host"; readonly invocation: string }
   | {
       readonly kind: "redeliver";
       readonly invocation: string;
@@ -50,6 +52,7 @@ export type Step =
 /** An invocation id: `req-2#1`, `req-2#1/0`, `batch-1#2/3/0`. */
 const INVOCATION = String.raw`[^\s#]+#\d+(?:/\d+)*`;
 const DELIVER = new RegExp(`^deliver (${INVOCATION})$`);
+const HOST = new RegExp(`^host (${INVOCATION})$`);
 const REDELIVER = new RegExp(`^redeliver (${INVOCATION})(?:: refused, (.*))?$`);
 const EFFECT = new RegExp(`^(${INVOCATION}) effect #(\\d+) (.*): (\\w+)$`);
 const OUTCOME = new RegExp(`^(${INVOCATION}) (returned|answered|died|threw|finished)(?: (.*))?$`);
@@ -62,6 +65,8 @@ const D1 = /^ {2}D1 (\S+(?: batch\[\d+\]| exec)?): (.*) -> ((?:error|rolled back
 export function parseStep(line: string): Step {
   let m = DELIVER.exec(line);
   if (m) return { kind: "deliver", invocation: m[1] as string };
+  m = HOST.exec(line);
+  if (m) return { kind: "host", invocation: m[1] as string };
   m = REDELIVER.exec(line);
   if (m) return { kind: "redeliver", invocation: m[1] as string, refused: m[2] };
   m = EFFECT.exec(line);
@@ -150,9 +155,9 @@ export const FINAL_STATE = "the run is over: the invariants read the final state
  * The trace as an indented listing, one step per line (a D1 statement takes two or three).
  *
  * A D1 statement (or a binding call the host traces, such as a KV read) right after an effect
- * is that effect's. Statements elsewhere are the
- * simulation's own reads and writes (a queue's bookkeeping, a Durable Object's storage) and sit
- * under the step before them; the statements after the run's last step are the final state
+ * is that effect's, and those after a callee starts are the callee's, under the line that says
+ * which call hosts it. Statements elsewhere are the simulation's own reads and writes (a queue's
+ * bookkeeping, a Durable Object's storage) and sit under the step before them; the statements after the run's last step are the final state
  * being read by the invariants (and the platform), and get a heading of their own.
  */
 export function renderTrace(trace: readonly string[]): string {
@@ -184,9 +189,9 @@ export function renderTrace(trace: readonly string[]): string {
   const line = (depth: number, text: string): void => {
     out.push(`${INDENT.repeat(depth)}${text}`);
   };
-  /** A callee's first step is preceded by a line saying which call hosts it. */
   /** The invocation of the last step that named one. */
   let current: string | undefined;
+  /** Says which call hosts a callee before its first line, and answers the depth of its steps. */
   const enter = (invocation: string): number => {
     const depth = depthOf(invocation);
     // When invocations interleave, the lines before may be another one's: a callee that comes
@@ -212,13 +217,35 @@ export function renderTrace(trace: readonly string[]): string {
     line(depth, text);
     depthNow = depth;
   };
+  /**
+   * A callee that started (its `host` line) and has shown nothing yet. What it traces before a
+   * line that names it (a Durable Object's storage calls, in its constructor's
+   * `blockConcurrencyWhile` or before its method's first binding call) is its own, and goes under
+   * its header, at the depth of its own steps; a line that names it brings the header itself;
+   * and when another invocation's line comes first (invocations interleave), it has done nothing
+   * there to show.
+   */
+  let hosted: string | undefined;
+  const underHosted = (): void => {
+    if (hosted === undefined) return;
+    depthNow = enter(hosted) - 1;
+    hosted = undefined;
+  };
   steps.forEach((step, index) => {
     if (index === last + 1 && (marked >= 0 || previous?.kind !== "effect")) {
       out.push("", "after the last step (the invariants read the final state):");
       depthNow = 0;
       inEffect = false;
+      hosted = undefined;
     }
+    const untitled =
+      step.kind === "d1" || step.kind === "call" || (step.kind === "other" && step.invocation === undefined);
+    if (untitled) underHosted();
+    else hosted = undefined;
     switch (step.kind) {
+      case "host":
+        hosted = step.invocation;
+        break;
       case "deliver": {
         if (depthOf(step.invocation) === 0 && out.length > 0 && previous?.kind !== "redeliver") out.push("");
         seen.add(step.invocation);
@@ -276,14 +303,10 @@ export function renderTrace(trace: readonly string[]): string {
         }
         break;
     }
-    // An effect's statements follow it directly; any other step ends them.
+    // An effect's statements follow it directly, and so do those of the callee it hosts; any
+    // other step ends them.
     if (step.kind === "effect") inEffect = true;
-    else if (
-      step.kind !== "d1" &&
-      step.kind !== "call" &&
-      !(step.kind === "other" && step.invocation === undefined)
-    )
-      inEffect = false;
+    else if (!untitled && step.kind !== "host") inEffect = false;
     previous = step;
   });
   return out.join("\n");

@@ -404,6 +404,58 @@ describe("a run step by step", () => {
   });
 });
 
+describe("a Durable Object's storage calls, step by step", () => {
+  it("come under the header of the object's invocation, in the order it made them, for RPC, fetch and its constructor", () => {
+    const run = eutaxy(["check", "./visits.sim.ts", "--trace"], {
+      cwd: new URL("./fixtures/object-trace/", import.meta.url).pathname,
+    });
+    expect(run.code).toBe(1);
+    const lines = run.stdout.trimEnd().split("\n");
+    const at = lines.findIndex((l) => l.startsWith("The counterexample"));
+    expect(lines.slice(at + 2)).toEqual([
+      "deliver req-1#1",
+      "  effect #0 DO:VISITS visit: proceed",
+      "    req-1#1/0, hosted by req-1#1 effect #0",
+      '      DO:Visits/"home" storage.get("since") -> undefined',
+      '      DO:Visits/"home" storage.get("visits") -> undefined',
+      '      DO:Visits/"home" storage.put("visits", 1)',
+      "      returned 1",
+      "  effect #1 DO:VISITS fetch: proceed",
+      "    req-1#1/1, hosted by req-1#1 effect #1",
+      '      DO:Visits/"home" storage.put("fetched", true)',
+      '      DO:Visits/"home" storage.get("visits") -> 1',
+      "      returned Response 200",
+      "  answered 200 1 since today",
+    ]);
+  });
+
+  it("puts a callee that started and showed nothing before another request's steps where it first shows", () => {
+    const text = renderTrace([
+      "deliver req-1#1",
+      "req-1#1 effect #0 DO:WALLET spend: proceed",
+      "host req-1#1/0",
+      "schedule: 2 pending, took deliver req-2#1",
+      "deliver req-2#1",
+      "req-2#1 effect #0 DO:WALLET spend: proceed",
+      "host req-2#1/0",
+      '  DO:Wallet/"ada" storage.get("balance") -> 30',
+      "req-1#1/0 returned true",
+    ]);
+    expect(text.split("\n")).toEqual([
+      "deliver req-1#1",
+      "  req-1#1 effect #0 DO:WALLET spend: proceed",
+      "",
+      "deliver req-2#1",
+      "  req-2#1 effect #0 DO:WALLET spend: proceed",
+      "    req-2#1/0, hosted by req-2#1 effect #0",
+      '      DO:Wallet/"ada" storage.get("balance") -> 30',
+      "",
+      "    req-1#1/0, hosted by req-1#1 effect #0",
+      "      req-1#1/0 returned true",
+    ]);
+  });
+});
+
 describe("an interleaved run, step by step", () => {
   it("starts a paragraph where another request's steps begin, and names a callee again when it comes back", () => {
     const text = renderTrace([
@@ -440,8 +492,10 @@ describe("an interleaved run, step by step", () => {
     const text = renderTrace([
       "deliver req-1#1",
       "req-1#1 effect #0 DO:WALLET withdraw: proceed",
+      "host req-1#1/0",
       "schedule: 2 pending, took req-1#1/0 effect #0",
       "req-1#1/0 effect #0 DO:RISK assess: proceed",
+      "host req-1#1/0/0",
       '  DO:RiskDesk/"global" storage.put("seen", 1)',
       "req-1#1/0/0 returned true",
       '  DO:Wallet/"ada" storage.put({"balance":30})',
@@ -453,8 +507,8 @@ describe("an interleaved run, step by step", () => {
       "  req-1#1 effect #0 DO:WALLET withdraw: proceed",
       "    req-1#1/0, hosted by req-1#1 effect #0",
       "      req-1#1/0 effect #0 DO:RISK assess: proceed",
-      '        DO:RiskDesk/"global" storage.put("seen", 1)',
       "        req-1#1/0/0, hosted by req-1#1/0 effect #0",
+      '          DO:RiskDesk/"global" storage.put("seen", 1)',
       "          req-1#1/0/0 returned true",
       '        DO:Wallet/"ada" storage.put({"balance":30})',
       "      req-1#1/0 returned 30",

@@ -436,6 +436,18 @@ describe("reading the trace", () => {
     expect(steps[1]?.statements.map((s) => s.db)).toEqual(["queue:q"]);
     expect(finalReads.map((s) => s.sql)).toEqual(["SELECT id FROM accounts"]);
   });
+
+  it("draws no step of its own for a callee starting, and keeps its storage calls with the call that hosts it", () => {
+    const { steps } = parseTrace([
+      "deliver req-1#1",
+      "req-1#1 effect #0 DO:VISITS visit: proceed",
+      "host req-1#1/0",
+      '  DO:Visits/"home" storage.get("visits") -> 1',
+      "req-1#1/0 returned 1",
+    ]);
+    expect(steps.map((s) => s.kind)).toEqual(["deliver", "effect", "returned"]);
+    expect(steps[1]?.statements.map((s) => s.sql)).toEqual(['storage.get("visits")']);
+  });
 });
 
 /** Chromium, when installed (scripts/setup.sh installs it; CI runs setup.sh). */

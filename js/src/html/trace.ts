@@ -69,6 +69,9 @@ export interface ParsedTrace {
   readonly finalReads: readonly Statement[];
 }
 
+/** `host <callee>`, traced as a callee starts (sim/run.ts, `host`). */
+const HOST = /^host \S+$/;
+
 /** The engine keeps at most 10,000 trace lines per run; this bounds the parse whatever it gets. */
 const LINES_MAX = 20_000;
 
@@ -104,6 +107,9 @@ export function parseTrace(lines: readonly string[]): ParsedTrace {
       continue;
     }
     if (final) continue;
+    // A callee starting: the effect that hosts it draws it, and what the callee traces before
+    // its own steps stays with that effect.
+    if (HOST.test(line)) continue;
     current = parseStep(line);
     steps.push(current);
     trailing = [];

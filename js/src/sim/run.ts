@@ -648,6 +648,9 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   host(caller: Invocation, effect: number, call: InvocationCall): Promise<unknown> {
     const callee = this.spawn(`${caller.id}/${effect}`, call.worker, caller);
     callee.resource = call.resource;
+    // Said before any of the callee's code runs: what it traces before a line that names it (a
+    // Durable Object's storage calls, its constructor's) is then read as its own, not its caller's.
+    this.trace(`host ${callee.id}`);
     return new Promise((resolve, reject) => {
       // The caller's call fails with `error`: what the caller sees of its callee's end, which the
       // trace would otherwise not say (nothing, if the callee died with it).
