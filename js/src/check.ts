@@ -11,9 +11,9 @@ import { type CheckResult, explore, type ResolvedBounds, type SchemaFile, type S
 import { loadScenario } from "./load/scenario.ts";
 import { readSchema } from "./load/schema.ts";
 import { type Progress, watchRuns } from "./progress.ts";
-import { real, uncaughtInPromise } from "./sim/globals.ts";
 import "./sim/node-globals.ts";
 import { buildWorld, type World } from "./sim/world.ts";
+import { withWorkerRejections } from "./worker-rejections.ts";
 
 export type { CheckResult, ResolvedBounds } from "./explore.ts";
 
@@ -99,27 +99,9 @@ export async function check(scenarioPath: string, options: CheckOptions = {}): P
     const { exploreInWorkerd } = await import("./workerd/miniflare.ts");
     return exploreInWorkerd(exploration);
   }
-  return withWorkerRejections(() =>
-    explore({ ...exploration, createEngine: watchRuns(createEngine, options.onProgress) }),
+  return withWorkerRejections((inRun) =>
+    explore({ ...exploration, createEngine: watchRuns(createEngine, options.onProgress), inRun }),
   );
-}
-
-/**
- * Runs `work` with a promise that Worker code rejects and nothing handles taken as workerd takes
- * it, logged and the request going on (`uncaughtInPromise`), instead of Node ending the process
- * with its stack trace in the middle of a check.
- */
-async function withWorkerRejections<T>(work: () => Promise<T>): Promise<T> {
-  const uncaught = (reason: unknown, promise: Promise<unknown>) => uncaughtInPromise(reason, promise);
-  process.on("unhandledRejection", uncaught);
-  try {
-    return await work();
-  } finally {
-    // Node reports a rejection nothing handled once the microtasks have run out: one turn more,
-    // and the last run's are reported while this listener still takes them.
-    await new Promise((resolve) => real.setImmediate(resolve));
-    process.off("unhandledRejection", uncaught);
-  }
 }
 
 /** The SQL files of every `d1Schema` step, read here so that the exploration never reads files. */

@@ -127,6 +127,12 @@ export interface Exploration {
   readonly schemas: ReadonlyMap<string, readonly SchemaFile[]>;
   /** Creates the engine in the runtime the exploration runs in. */
   readonly createEngine: (config: EngineConfig) => Engine;
+  /**
+   * Runs Worker code's part of the check (the modules' probe, each run), so that the runtime can
+   * tell the Worker's unhandled rejections from others (`worker-rejections.ts`); workerd, which
+   * runs nothing but the check, needs none.
+   */
+  readonly inRun?: <T>(work: () => T) => T;
 }
 
 /** One SQL file a `d1Schema` step applies, and its text. */
@@ -175,8 +181,9 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
     invariants: engineInvariants(world),
   });
   try {
+    const inRun = exploration.inRun ?? ((work) => work());
     setUpStores(engine, world, exploration.schemas);
-    probeModules(engine, world);
+    inRun(() => probeModules(engine, world));
 
     const started = real.monotonicMs();
     const reach = new Reach();
@@ -184,7 +191,7 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
       const plan = escaping(() => engine.nextRun(real.monotonicMs() - started));
       if (!plan) break;
       const run = new Run(engine, world, events, bounds.maxConcurrentInvocations);
-      await run.execute(plan);
+      await inRun(() => run.execute(plan));
       if (plan.phase === "explore") reach.add(run);
       if (plan.trace) engine.trace(FINAL_STATE);
       const violation = judgedIn(engine, () =>
