@@ -194,9 +194,10 @@ export function renderTrace(trace: readonly string[]): string {
   /** Says which call hosts a callee before its first line, and answers the depth of its steps. */
   const enter = (invocation: string): number => {
     const depth = depthOf(invocation);
-    // When invocations interleave, the lines before may be another one's: a callee that comes
-    // back after them is named again, so that it does not read as nested under them.
-    const back = interleaved && seen.has(invocation) && current !== invocation;
+    // The lines before may be another invocation's (invocations interleave, or a callee goes on
+    // after its caller stopped waiting for it): a callee that comes back after them is named
+    // again, so that it does not read as nested under them.
+    const back = seen.has(invocation) && current !== invocation;
     // A step of another top-level invocation than the last one starts a paragraph of its own.
     const root = invocation.split("/")[0];
     if (interleaved && current !== undefined && current.split("/")[0] !== root && out.at(-1) !== "") {

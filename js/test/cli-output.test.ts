@@ -404,6 +404,47 @@ describe("a run step by step", () => {
   });
 });
 
+describe("a callee that goes on after its caller stopped waiting for it", () => {
+  it("is named again where its steps come back, one request at a time too", () => {
+    // The caller's 2 s deadline fired while its callee waited on a slow provider; the caller
+    // retried, answered, and then the first callee went on and wrote what the retry wrote.
+    const text = renderTrace([
+      "deliver req-1#1",
+      "req-1#1 effect #0 Service:ACCOUNTS debit: proceed",
+      "host req-1#1/0",
+      "req-1#1/0 effect #0 fetch POST https://risk.example/score: proceed",
+      "req-1#1 timer of 2000 ms fired",
+      "req-1#1 effect #1 Service:ACCOUNTS debit: proceed",
+      "host req-1#1/1",
+      "req-1#1/1 effect #0 fetch POST https://risk.example/score: proceed",
+      "req-1#1/1 returned 7500",
+      "req-1#1 answered 201 paid",
+      "req-1#1/0 timer of 3000 ms fired",
+      "req-1#1/0 effect #1 D1:accounts/DB run: proceed",
+      "  D1 accounts/DB: UPDATE balances SET cents = cents - 2500 -> 1 changed",
+      "req-1#1/0 returned 5000",
+    ]);
+    expect(text.split("\n")).toEqual([
+      "deliver req-1#1",
+      "  effect #0 Service:ACCOUNTS debit: proceed",
+      "    req-1#1/0, hosted by req-1#1 effect #0",
+      "      effect #0 fetch POST https://risk.example/score: proceed",
+      "  timer of 2000 ms fired",
+      "  effect #1 Service:ACCOUNTS debit: proceed",
+      "    req-1#1/1, hosted by req-1#1 effect #1",
+      "      effect #0 fetch POST https://risk.example/score: proceed",
+      "      returned 7500",
+      "  answered 201 paid",
+      "    req-1#1/0, hosted by req-1#1 effect #0 (continued)",
+      "      timer of 3000 ms fired",
+      "      effect #1 D1:accounts/DB run: proceed",
+      "        D1 accounts/DB: UPDATE balances SET cents = cents - 2500",
+      "          -> 1 changed",
+      "      returned 5000",
+    ]);
+  });
+});
+
 describe("a Durable Object's storage calls, step by step", () => {
   it("come under the header of the object's invocation, in the order it made them, for RPC, fetch and its constructor", () => {
     const run = eutaxy(["check", "./visits.sim.ts", "--trace"], {
