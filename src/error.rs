@@ -8,6 +8,14 @@ pub struct Error {
     message: String,
 }
 
+/// What a run that does not repeat itself depends on, as every nondeterminism message says it:
+/// the Workers' modules start afresh in every run, while the scenario's module is evaluated once
+/// per check, so a script of it that keeps state between runs is the likeliest cause.
+pub const OUTSIDE: &str = "the Worker, or a script of the scenario (an outbound() answer, a \
+     service() method, an invariant), depends on something outside the simulation, such as state \
+     a scenario script keeps from one run to the next (the scenario's module is evaluated once per \
+     check; the Workers' modules, once per run)";
+
 impl Error {
     pub fn new(message: impl Into<String>) -> Self {
         Self {
@@ -21,8 +29,7 @@ impl Error {
     pub fn nondeterminism(decision: usize, reached: &str, recorded: &str) -> Self {
         Self::new(format!(
             "nondeterminism: at decision {decision} the run reached {reached} but an earlier run \
-             with the same choices reached {recorded}; the Worker depends on something outside \
-             the simulation"
+             with the same choices reached {recorded}; {OUTSIDE}"
         ))
     }
 

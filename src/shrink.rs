@@ -36,7 +36,7 @@
 //! schedule strictly smaller, so shrinking ends; `shrink_runs_max` bounds it regardless, and
 //! each pass of steps 4 and 5 runs at most `MERGES_MAX` candidates.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, OUTSIDE};
 use crate::invariant::Violation;
 use crate::schedule::{Choice, Fault, Schedule};
 
@@ -326,7 +326,7 @@ impl Shrinker {
                 if !success {
                     return Err(Error::new(format!(
                         "nondeterminism: replaying the violating run did not break invariant \
-                         {} again; the Worker depends on something outside the simulation",
+                         {} again; {OUTSIDE}",
                         self.invariant
                     )));
                 }
@@ -334,10 +334,9 @@ impl Shrinker {
                     return Err(Error::new(format!(
                         "nondeterminism: replaying the violating run broke invariant {} again but \
                          did something else on the way (another effect, or a D1 statement with \
-                         other parameters or another outcome); the Worker depends on something \
-                         outside the simulation, such as a value Web Crypto randomizes itself (an \
-                         ECDSA or RSA-PSS signature, a generated key). The run, which broke the invariant both \
-                         times: --replay {}",
+                         other parameters or another outcome); {OUTSIDE}, or a value Web Crypto \
+                         randomizes itself (an ECDSA or RSA-PSS signature, a generated key). The \
+                         run, which broke the invariant both times: --replay {}",
                         self.invariant,
                         self.best.schedule.encode(&self.events)
                     )));

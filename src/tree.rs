@@ -409,8 +409,11 @@ mod tests {
         let error = tree.branch("b", 2).unwrap_err();
         assert_eq!(
             error.message(),
-            "nondeterminism: at decision 1 the run reached b but an earlier run with the same \
-             choices reached a; the Worker depends on something outside the simulation"
+            format!(
+                "nondeterminism: at decision 1 the run reached b but an earlier run with the same \
+                 choices reached a; {}",
+                crate::error::OUTSIDE
+            )
         );
     }
 

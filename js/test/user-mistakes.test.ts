@@ -10,6 +10,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { SimulationError } from "../src/errors.ts";
 import { type CheckResult, check, InputError, renderReport } from "../src/index.ts";
 import { project, tempFolder } from "./files.ts";
 
@@ -181,6 +182,32 @@ describe("what a Worker reaches for", () => {
     expect(error).toBeInstanceOf(InputError);
     expect((error as Error).message).toMatch(
       /worker\.ts: Worker \S+ used the Cache API .*, which eutaxy does not simulate yet/,
+    );
+  });
+});
+
+describe("a scenario script that keeps state from one run to the next", () => {
+  it("is named among the causes when the violating run does not repeat itself", async () => {
+    const dir = project({
+      "wrangler.json": JSON.stringify({ name: "quote", main: "worker.ts", compatibility_date: "2025-09-01" }),
+      "worker.ts": `export default { async fetch() {
+        return new Response(await (await fetch("https://rates.example/eur")).text());
+      } };`,
+      // The provider is slow the first time only: a counter the scenario's module keeps.
+      "s.sim.ts": `import { defineScenario, http, invariant, outbound } from "eutaxy/cloudflare";
+        let calls = 0;
+        export default defineScenario({
+          name: "quote",
+          worker: { entry: "./worker.ts", config: "./wrangler.json" },
+          setup: [outbound({ "https://rates.example/": () => new Response(++calls === 1 ? "slow" : "1.08") })],
+          drive: http([{ path: "/" }]),
+          invariants: [invariant("answered-a-rate", (s) => s.responses.every((r) => r.body === "1.08") || "a slow answer")],
+        });`,
+    });
+    const error = await failure(join(dir, "s.sim.ts"));
+    expect(error).toBeInstanceOf(SimulationError);
+    expect((error as Error).message).toMatch(
+      /^nondeterminism: replaying the violating run did not break invariant answered-a-rate again; the Worker, or a script of the scenario \(an outbound\(\) answer, a service\(\) method, an invariant\), depends on something outside the simulation, such as state a scenario script keeps from one run to the next/,
     );
   });
 });

@@ -324,9 +324,11 @@ fn detects_nondeterminism() {
     let error = outcome.unwrap_err();
     assert_eq!(
         error.message(),
-        "nondeterminism: at decision 1 the run reached req-1#1 effect #0 (KV:CACHE get) but an \
-         earlier run with the same choices reached req-1#1 effect #0 (D1:DB run); the Worker \
-         depends on something outside the simulation"
+        format!(
+            "nondeterminism: at decision 1 the run reached req-1#1 effect #0 (KV:CACHE get) but \
+             an earlier run with the same choices reached req-1#1 effect #0 (D1:DB run); {}",
+            crate::error::OUTSIDE
+        )
     );
     // The check stays broken.
     assert_eq!(check.next_run(0).unwrap_err(), error);
