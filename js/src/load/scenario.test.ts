@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { InputError } from "../errors.ts";
 import { loadScenario } from "./scenario.ts";
@@ -269,6 +270,34 @@ describe("loadScenario", () => {
        export default { ...scenario, worker: { entry } };`,
     );
     expect((await loadScenario(file)).scenario.worker.entry).toBe(join(dir, "worker.ts"));
+  });
+
+  it("gives each of the scenario's modules its own import.meta, so a shared helper names its own files", async () => {
+    // A helper in another folder, as a workspace keeps its scenarios' common setup.
+    write("shared/schema.sql", "CREATE TABLE charges (order_id TEXT);");
+    write(
+      "shared/setup.ts",
+      `import { fileURLToPath } from "node:url";
+       export const schema = fileURLToPath(new URL("./schema.sql", import.meta.url));
+       export const folder = import.meta.dirname;
+       export const self = import.meta.filename;`,
+    );
+    const scenario = baseScenario();
+    const file = write(
+      "sims/checkout.sim.ts",
+      `import { folder, schema, self } from "../shared/setup.ts";
+       const scenario = ${JSON.stringify(scenario)};
+       scenario.worker.entry = "../worker.ts";
+       scenario.setup[0].entry = "../payments/worker.ts";
+       scenario.setup[1].file = schema;
+       scenario.name = [folder, self, import.meta.url].join(" ");
+       export default scenario;`,
+    );
+    const loaded = (await loadScenario(file)).scenario;
+    expect(loaded.setup?.[1]).toMatchObject({ file: join(dir, "shared/schema.sql") });
+    expect(loaded.name).toBe(
+      `${join(dir, "shared")} ${join(dir, "shared/setup.ts")} ${pathToFileURL(file).href}`,
+    );
   });
 
   it("reports a missing scenario file", async () => {

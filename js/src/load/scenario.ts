@@ -5,9 +5,9 @@
  * every file the scenario names comes back absolute and known to exist.
  */
 
-import { readdirSync, statSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, join, relative, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { build, type Plugin } from "esbuild";
 import type {
   Bounds,
@@ -156,7 +156,7 @@ async function bundleScenario(
       target: "node20",
       sourcemap: "inline",
       logLevel: "silent",
-      plugins: [ownModules, runtimeModules],
+      plugins: [ownModules, runtimeModules, ownLocations],
       // A package bundled in may `require()` a Node builtin; an ES module has no `require` of its
       // own, so the bundle gets one that resolves from the scenario's folder.
       banner: {
@@ -179,6 +179,29 @@ async function importBundle(path: string, code: string): Promise<Record<string, 
     );
   }
 }
+
+/**
+ * `import.meta.url`, `import.meta.filename` and `import.meta.dirname` in the scenario's own
+ * modules (outside `node_modules`) as each module's file has them, so that a helper module in
+ * another folder can name its files with `new URL("./seed.sql", import.meta.url)`: the bundle is
+ * imported from a `data:` URL, which would otherwise be every module's `import.meta.url`.
+ */
+export const ownLocations: Plugin = {
+  name: "eutaxy-module-locations",
+  setup(b) {
+    b.onLoad({ filter: /\.[cm]?[jt]sx?$/ }, (args) => {
+      if (args.path.split(/[\\/]/).includes("node_modules")) return undefined;
+      const text = readFileSync(args.path, "utf8");
+      if (!text.includes("import.meta.")) return undefined;
+      const contents = text
+        .replace(/\bimport\.meta\.url\b/g, JSON.stringify(pathToFileURL(args.path).href))
+        .replace(/\bimport\.meta\.filename\b/g, JSON.stringify(args.path))
+        .replace(/\bimport\.meta\.dirname\b/g, JSON.stringify(dirname(args.path)));
+      const extension = /\.[cm]?([jt]sx?)$/.exec(args.path)?.[1] as "js" | "jsx" | "ts" | "tsx";
+      return { contents, loader: extension };
+    });
+  },
+};
 
 /** Resolves `eutaxy/cloudflare` and `eutaxy` to the modules of the eutaxy that is running. */
 const ownModules: Plugin = {

@@ -11,6 +11,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, type Plugin } from "esbuild";
 import { buildInputError } from "../load/bundle.ts";
+import { ownLocations } from "../load/scenario.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -97,7 +98,7 @@ export async function bundleScenarioCode(file: string): Promise<string> {
       conditions: ["workerd", "worker", "browser"],
       logLevel: "silent",
       external: ["node:*"],
-      plugins: [own],
+      plugins: [own, ownLocations],
     });
     return result.outputFiles[0]?.text ?? "";
   } catch (error) {
