@@ -152,17 +152,26 @@ expect.extend(eutaxyMatchers);
  */
 export async function checkScenario(path: string | URL, options: CheckOptions = {}): Promise<CheckResult> {
   // Taken now, while the test's own frame is still on the stack; after the first await it is not.
-  const site = new Error();
-  Error.captureStackTrace?.(site, checkScenario);
+  const site = callSite(checkScenario);
   try {
     return await check(scenarioFile(path), options);
   } catch (error) {
-    if (error instanceof InputError || error instanceof SimulationError) {
-      const frames = (site.stack ?? "").split("\n").slice(1).join("\n");
-      error.stack = `${error.name}: ${error.message}\n${frames}`;
-    }
+    if (error instanceof InputError || error instanceof SimulationError) atSite(error, site);
     throw error;
   }
+}
+
+/** The stack where `callee` was called, for an error later raised on the caller's behalf. */
+function callSite(callee: (...args: never[]) => unknown): Error {
+  const site = new Error();
+  Error.captureStackTrace?.(site, callee);
+  return site;
+}
+
+/** `error` with the stack of `site` under its message: vitest then shows the caller's line. */
+function atSite(error: Error, site: Error): void {
+  const frames = (site.stack ?? "").split("\n").slice(1).join("\n");
+  error.stack = `${error.name}: ${error.message}\n${frames}`;
 }
 
 /** The scenario's absolute path, from a file URL or an absolute path. */
@@ -214,13 +223,20 @@ export function scenarioTest(
       `scenarioTest ${JSON.stringify(name)}: expected "BOUNDED", "VIOLATED" or { violated: "invariant-name" }, got ${JSON.stringify(expectation)}`,
     );
   }
+  // A failure points at the line that registered the test, not into eutaxy.
+  const site = callSite(scenarioTest);
   test(
     name,
     async () => {
-      const result = await checkScenario(path, checkOptions);
-      if (expectation === "BOUNDED") expect(result).toBeBounded();
-      else if (expectation === "VIOLATED") expect(result).toBeViolated();
-      else expect(result).toBeViolated(expectation.violated);
+      try {
+        const result = await checkScenario(path, checkOptions);
+        if (expectation === "BOUNDED") expect(result).toBeBounded();
+        else if (expectation === "VIOLATED") expect(result).toBeViolated();
+        else expect(result).toBeViolated(expectation.violated);
+      } catch (error) {
+        if (error instanceof Error) atSite(error, site);
+        throw error;
+      }
     },
     timeout,
   );

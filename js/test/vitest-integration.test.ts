@@ -130,6 +130,26 @@ describe("scenarioTest", () => {
   scenarioTest("registers a test that expects VIOLATED", fileURLToPath(planted), "VIOLATED");
 });
 
+describe("a scenario test that fails", () => {
+  it("points vitest's report at the line that registered it, not into eutaxy", () => {
+    const site = fileURLToPath(new URL("./fixtures/scenario-test-site/", import.meta.url));
+    const run = spawnSync(
+      process.execPath,
+      [
+        fileURLToPath(new URL("../../node_modules/vitest/vitest.mjs", import.meta.url)),
+        "run",
+        "--root",
+        site,
+      ],
+      { cwd: site, encoding: "utf8", env: { ...process.env, NO_COLOR: "1", CI: "true" }, timeout: 60_000 },
+    );
+    const output = `${run.stdout}\n${run.stderr}`;
+    expect(run.status, output).toBe(1);
+    expect(output).toContain("expected the check to be BOUNDED, but it is VIOLATED");
+    expect(output).toMatch(/❯ failing\.spec\.ts:5:1$/m);
+  }, 60_000);
+});
+
 describe("the vitest example", () => {
   it("passes its own `pnpm test`: unit tests and scenario tests, through eutaxy/vitest's build", () => {
     const run = spawnSync("pnpm", ["--filter", "eutaxy-example-vitest", "test"], {
