@@ -73,6 +73,7 @@ export function renderReport(result: CheckResult, notes: readonly string[] = [])
           : `The limit on runs was reached after ${plural(result.runs, "schedule")}, before every schedule within the bounds had run.`,
         ...(result.strategy === "exhaustive" ? [] : [sampled(result)]),
         "No invariant broke in the schedules that ran, but this is not a proof: raise bounds.budgetMs or tighten the bounds.",
+        ...splitAdvice(result),
         `Bounds: ${describeBounds(result)}.`,
         ...notes,
         ...renderWarnings(result),
@@ -154,4 +155,18 @@ export const REDUCTION_CAVEAT =
 export function describeBounds(result: Pick<CheckResult, "bounds">): string {
   const b = result.bounds;
   return `maxFaultsPerRun ${b.maxFaultsPerRun}, maxRedeliveries ${b.maxRedeliveries}, maxConcurrentInvocations ${b.maxConcurrentInvocations}, budgetMs ${b.budgetMs}`;
+}
+
+/**
+ * For an INCOMPLETE check that both injects faults and interleaves invocations: the two multiply
+ * (every fault at every point of every interleaving), and each alone is far smaller.
+ */
+function splitAdvice(result: {
+  bounds: { maxFaultsPerRun: number; maxConcurrentInvocations: number };
+}): string[] {
+  const { maxFaultsPerRun, maxConcurrentInvocations } = result.bounds;
+  if (maxFaultsPerRun === 0 || maxConcurrentInvocations < 2) return [];
+  return [
+    "Faults and interleavings multiply: checking the races (maxFaultsPerRun 0) and the faults (maxConcurrentInvocations 1) in two scenarios takes far fewer schedules; --workers N also explores on N CPUs.",
+  ];
 }

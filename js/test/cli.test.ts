@@ -78,6 +78,16 @@ describe("eutaxy check", () => {
     );
     expect(run.code).toBe(3);
     expect(run.stdout.split("\n")[0]).toBe("INCOMPLETE  checkout-fixed  (seed checkout-fixed)");
+    // One invocation at a time: nothing multiplies faults by interleavings.
+    expect(run.stdout).not.toContain("Faults and interleavings multiply");
+  });
+
+  it("says how to split an INCOMPLETE check that both injects faults and interleaves", () => {
+    const run = eutaxy(["check", "./seats.gated.sim.ts", "--budget-ms", "300"], `${root}examples/seats-race`);
+    expect(run.code).toBe(3);
+    expect(run.stdout).toContain(
+      "Faults and interleavings multiply: checking the races (maxFaultsPerRun 0) and the faults (maxConcurrentInvocations 1) in two scenarios takes far fewer schedules; --workers N also explores on N CPUs.",
+    );
   });
 
   it("says what is wrong with a negative budget, not that the option is ambiguous", () => {
