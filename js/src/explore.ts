@@ -54,10 +54,12 @@ interface CheckHeader {
  * nothing interleaved; `no-request-succeeded`, every request the driver sent was answered 500 or
  * more (or not at all) in every run, so the invariants held over a Worker that fails;
  * `platform-retries-cut`, `maxRedeliveries` refused a retry Cloudflare would make (a queue batch
- * within its `max_retries`, an alarm within its 6 retries), so what follows was not explored.
+ * within its `max_retries`, an alarm within its 6 retries), so what follows was not explored;
+ * `queue-not-consumed`, a Worker sent to a queue no Worker of the scenario consumes, so what its
+ * consumer would do with the messages was not checked.
  */
 export interface CheckWarning {
-  readonly kind: "no-binding-call" | "no-request-succeeded" | "platform-retries-cut";
+  readonly kind: "no-binding-call" | "no-request-succeeded" | "platform-retries-cut" | "queue-not-consumed";
   readonly message: string;
 }
 
@@ -300,10 +302,14 @@ class Reach {
   private failure: string | undefined;
   /** The platform's retry the bound refused with the highest delivery over the runs. */
   private retryCut: Run["retryCut"];
+  /** Queues sent to that no Worker consumes, each with the first binding that sent to it. */
+  private readonly unconsumed = new Map<string, string>();
 
   add(run: Run): void {
     this.runs++;
     this.effects ||= run.effects > 0;
+    for (const [queue, binding] of run.unconsumed)
+      if (!this.unconsumed.has(queue)) this.unconsumed.set(queue, binding);
     if (run.retryCut && (!this.retryCut || run.retryCut.deliveries > this.retryCut.deliveries)) {
       this.retryCut = run.retryCut;
     }
@@ -342,6 +348,12 @@ class Reach {
       warnings.push({
         kind: "platform-retries-cut",
         message: `maxRedeliveries stopped the platform's retries: Cloudflare would deliver ${work} a ${ordinal(delivery)} time, and up to ${deliveries} times in all, but what follows (${follows}) was not explored. ${covers}.`,
+      });
+    }
+    for (const [queue, binding] of [...this.unconsumed].sort(([a], [b]) => a.localeCompare(b))) {
+      warnings.push({
+        kind: "queue-not-consumed",
+        message: `${binding} sent to queue ${queue}, which no Worker of the scenario consumes, so its messages were never delivered: consumer({ config }) adds the Worker that consumes it, to check what it does with them.`,
       });
     }
     return warnings.length > 0 ? { warnings } : {};

@@ -30,8 +30,8 @@ const TREE_BOUNDS = ["maxFaultsPerRun", "maxRedeliveries", "maxConcurrentInvocat
  * The warnings of the merged check, as the lowest shard that gives each words it. Most say
  * something of all the runs (none reached a binding, none answered below 500), which holds of the
  * whole check only if it holds of every shard's runs, all present (`complete`); a shard that ran
- * nothing says nothing either way. `platform-retries-cut` says something of some run, which holds
- * of the whole check if it holds of any shard's.
+ * nothing says nothing either way. `platform-retries-cut` and `queue-not-consumed` say something
+ * of some run, which holds of the whole check if it holds of any shard's.
  */
 function mergedWarnings(
   results: readonly ShardedResult[],
@@ -50,6 +50,13 @@ function mergedWarnings(
   }
   const cut = first("platform-retries-cut");
   if (cut) warnings.push(cut);
+  // Said of some run too: each queue once, as the lowest shard words it.
+  const queues = new Set<string>();
+  for (const warning of ordered.flatMap((r) => of(r)).filter((w) => w.kind === "queue-not-consumed")) {
+    if (queues.has(warning.message)) continue;
+    queues.add(warning.message);
+    warnings.push(warning);
+  }
   return warnings.length > 0 ? { warnings } : {};
 }
 

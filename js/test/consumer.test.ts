@@ -20,7 +20,21 @@ describe("consumer()", () => {
   });
 
   it("holds for the fix that sends first", async () => {
-    expect((await check(fixture("orders.fixed.sim.ts"))).verdict).toBe("BOUNDED");
+    const result = await check(fixture("orders.fixed.sim.ts"));
+    expect(result).toMatchObject({ verdict: "BOUNDED" });
+    expect("warnings" in result ? result.warnings : undefined).toBeUndefined();
+  });
+
+  it("is missing: a warning says the queue sent to was never consumed", async () => {
+    const result = await check(fixture("orders.unconsumed.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+    expect("warnings" in result ? result.warnings : undefined).toEqual([
+      {
+        kind: "queue-not-consumed",
+        message:
+          "NOTIFY sent to queue notifications, which no Worker of the scenario consumes, so its messages were never delivered: consumer({ config }) adds the Worker that consumes it, to check what it does with them.",
+      },
+    ]);
   });
 
   it("runs a consumer of a dead letter queue, which only the platform sends to", async () => {

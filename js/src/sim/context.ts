@@ -108,6 +108,11 @@ export interface RunContext {
    * (`follows`: "more retries, dead-lettering") was not explored in this run.
    */
   retryRefused?(work: string, delivery: number, deliveries: number, follows: string): void;
+  /**
+   * A Worker sent to `queue` through `binding`, and no Worker of the scenario consumes that
+   * queue: its messages are never delivered in this run.
+   */
+  sentUnconsumed?(queue: string, binding: string): void;
   /** Whether this run keeps a trace (see `RunPlan.trace`); lines sent when not are dropped. */
   readonly tracing: boolean;
   trace(line: string): void;

@@ -145,6 +145,7 @@ export function createQueueProducer(
         const failure = brokerCheck(method, outgoing, batchDelay);
         if (failure) throw brokerError(method, failure, compat);
         enqueue(run, queue, outgoing, batchDelay ?? defaultDelay);
+        if (!queue.consumer) run.sentUnconsumed?.(queue.name, binding);
         return { metadata: { metrics: backlog(run.engine, queue.store) } };
       },
       { footprint: () => changesQueue(queue) },

@@ -120,6 +120,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   effects = 0;
   /** The first delivery of a driver's event that threw, and what it threw, for the report. */
   firstThrow: { readonly invocation: string; readonly error: string } | undefined;
+  /** Queues no Worker of the scenario consumes that a Worker sent to, each with the first binding it sent through. */
+  readonly unconsumed = new Map<string, string>();
   /** The platform's retry the run's bound refused with the highest delivery, if any. */
   retryCut:
     | {
@@ -318,6 +320,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
 
   respond(response: ClientResponse): void {
     this.responses.push(response);
+  }
+
+  sentUnconsumed(queue: string, binding: string): void {
+    if (!this.unconsumed.has(queue)) this.unconsumed.set(queue, binding);
   }
 
   retryRefused(work: string, delivery: number, deliveries: number, follows: string): void {
