@@ -24,25 +24,41 @@
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import { inspect } from "node:util";
-import { real, uncaughtInPromise } from "./sim/globals.ts";
+import { real, simulating, uncaughtInPromise } from "./sim/globals.ts";
 
 /** Runs `work` as part of a run: a rejection made in it, or in what it starts, is the Worker's. */
 export type InRun = <T>(work: () => T) => T;
 
 const runs = new AsyncLocalStorage<true>();
 const inRun: InRun = (work) => runs.run(true, work);
+const unmarked: InRun = (work) => work();
 
 /** Checks under way in this thread; the listeners are attached while there is one. */
 let checks = 0;
+
+/**
+ * Whether the checks under way tell rejections apart by context (`runs`): when something else in
+ * the process listens for unhandled rejections as the first check starts (a test framework, or
+ * a program that handles its own), whose rejections eutaxy must leave to it. Otherwise (the
+ * `eutaxy` command, a program without such a listener) they are told apart by time: one reported
+ * while a run is active is the Worker's, and the rest are dropped while a check is under way.
+ * Marking every run's context puts a hook on every promise a run makes, which on Node 20 costs
+ * a few percent of a run. (Node calls every listener of a rejection: another listener hears the
+ * Worker's as well, which vitest's takes as handled, since eutaxy's listens.)
+ */
+let byContext = false;
 
 /**
  * Runs `work` (a check's exploration) with the Worker's unhandled rejections logged, handing it
  * the `inRun` that marks where Worker code runs.
  */
 export async function withWorkerRejections<T>(work: (inRun: InRun) => Promise<T>): Promise<T> {
-  if (checks++ === 0) attach();
+  if (checks++ === 0) {
+    byContext = process.listenerCount("unhandledRejection") > 0;
+    attach();
+  }
   try {
-    return await work(inRun);
+    return await work(byContext ? inRun : unmarked);
   } finally {
     // Node reports a rejection nothing handled once the microtasks have run out: one turn more,
     // and the last run's are reported while the listeners still take them.
@@ -60,6 +76,12 @@ export async function withWorkerRejections<T>(work: (inRun: InRun) => Promise<T>
  * here, since a listener being attached tells Node the rejection was handled.
  */
 function first(reason: unknown, promise: Promise<unknown>): void {
+  if (!byContext) {
+    // Nothing else listens: the Worker's while a run is active; one reported just after a run
+    // (made in its last microtasks) has no run left to log it.
+    if (simulating()) uncaughtInPromise(reason, promise);
+    return;
+  }
   if (runs.getStore()) {
     uncaughtInPromise(reason, promise);
     return;
