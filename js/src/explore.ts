@@ -196,19 +196,30 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
       await inRun(() => run.execute(plan));
       if (plan.phase === "explore") reach.add(run);
       if (plan.trace) engine.trace(FINAL_STATE);
-      const violation = judgedIn(engine, () =>
-        hostViolation(
-          scenario.invariants,
-          finalState(
-            engine,
-            world,
-            run.responses,
-            run.nowMs(),
-            plan.events.map((index) => events[index]?.id ?? `event ${index}`),
+      const endedAtMs = run.nowMs();
+      // The scenario's invariants read the run's clock as it ended, and randomness of the run's.
+      const asOfRunEnd = activate({
+        fillRandom: (buf) => engine.fillRandom(INVARIANTS_STREAM, buf),
+        nowMs: () => endedAtMs,
+      });
+      let violation: ReturnType<typeof hostViolation>;
+      try {
+        violation = judgedIn(engine, () =>
+          hostViolation(
+            scenario.invariants,
+            finalState(
+              engine,
+              world,
+              run.responses,
+              endedAtMs,
+              plan.events.map((index) => events[index]?.id ?? `event ${index}`),
+            ),
+            world.file,
           ),
-          world.file,
-        ),
-      );
+        );
+      } finally {
+        asOfRunEnd();
+      }
       escaping(() => engine.endRun(violation));
     }
     const header: CheckHeader = {
@@ -288,6 +299,9 @@ function judgedIn<T>(engine: Engine, judge: () => T): T {
     throw error;
   }
 }
+
+/** The random stream the scenario's invariants draw from (`crypto`, `Math.random`). */
+const INVARIANTS_STREAM = "invariants";
 
 /** Longest answer body a warning quotes. */
 const QUOTED_BODY_MAX = 80;
