@@ -503,7 +503,54 @@ fn steps_outside(sql: &str) -> bool {
 
 /// SQL on one line, as traces and messages show it.
 pub fn one_line(sql: &str) -> String {
-    sql.split_whitespace().collect::<Vec<_>>().join(" ")
+    without_line_comments(sql)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `sql` with each `-- comment` written `/* comment */`, so that on one line it still ends where
+/// its line did instead of seeming to comment out the rest of the statement. Quoted text
+/// (`'…'`, `"…"`, `` `…` ``, `[…]`) and block comments are left as they are.
+fn without_line_comments(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        let close = match c {
+            '\'' | '"' | '`' => Some(c),
+            '[' => Some(']'),
+            _ => None,
+        };
+        if let Some(close) = close {
+            out.push(c);
+            for inner in chars.by_ref() {
+                out.push(inner);
+                if inner == close {
+                    break;
+                }
+            }
+        } else if c == '/' && chars.peek() == Some(&'*') {
+            out.push(c);
+            let mut previous = ' ';
+            for inner in chars.by_ref() {
+                out.push(inner);
+                if previous == '*' && inner == '/' {
+                    break;
+                }
+                previous = inner;
+            }
+        } else if c == '-' && chars.peek() == Some(&'-') {
+            chars.next();
+            let comment: String = chars.by_ref().take_while(|&n| n != '\n').collect();
+            out.push_str(&format!(
+                "/*{} */\n",
+                comment.trim_end().replace("*/", "* /")
+            ));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// D1 and a Durable Object's SQL storage enforce foreign keys (D1's docs: "by default, as if
@@ -1420,6 +1467,22 @@ mod tests {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
         assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
+
+    #[test]
+    fn one_line_keeps_a_line_comment_from_swallowing_the_rest() {
+        assert_eq!(
+            one_line(
+                "CREATE TABLE holds ( -- one row per hold\n  id TEXT, -- the hold's id\n  note TEXT DEFAULT '--not a comment' /* kept -- as is */\n)"
+            ),
+            "CREATE TABLE holds ( /* one row per hold */ id TEXT, /* the hold's id */ note TEXT \
+             DEFAULT '--not a comment' /* kept -- as is */ )"
+        );
+        assert_eq!(one_line("SELECT 1 -- last"), "SELECT 1 /* last */");
+        assert_eq!(
+            one_line("SELECT [a--b], \"c--d\""),
+            "SELECT [a--b], \"c--d\""
+        );
     }
 
     #[test]
