@@ -34,7 +34,7 @@ type Violated = CheckResult & { verdict: "VIOLATED" };
 
 function violatedPage(result: Violated): string {
   const { steps, finalReads } = parseTrace(result.trace);
-  const culprits = findCulprits(result.message, steps);
+  const culprits = findCulprits(result.message, steps, finalReads);
   const diagram = renderDiagram(steps, culprits);
   const broken = `Invariant <b>${esc(result.invariant)}</b> is violated: <span class="message">${esc(result.message)}</span>`;
   const faults =

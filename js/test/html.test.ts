@@ -13,6 +13,7 @@ import { type CheckResult, check } from "../src/check.ts";
 import { findCulprits } from "../src/html/culprits.ts";
 import { parseStatement, parseTrace } from "../src/html/trace.ts";
 import { renderHtml } from "../src/html.ts";
+import { FINAL_STATE } from "../src/trace.ts";
 import { countColour, readPng } from "./png.ts";
 
 const examples = new URL("../../examples/", import.meta.url).pathname;
@@ -261,6 +262,31 @@ describe("the writes a unique invariant is about", () => {
     expect([...culprits.statements.keys()].map((s) => s.sql)).toEqual([
       "INSERT INTO payments (order_id, amount) VALUES (?1, ?2)",
       "INSERT INTO payments (order_id, amount) VALUES (?1, ?2)",
+    ]);
+  });
+});
+
+describe("the writes another invariant is about", () => {
+  it("are those into what the invariants read, a Durable Object's storage too, that name what the message names", () => {
+    const { steps, finalReads } = parseTrace([
+      "deliver req-1#1",
+      "req-1#1 effect #0 DO:ROOM confirm: proceed",
+      "host req-1#1/0",
+      `  DO:Room/"r1" SQL: UPDATE reservations SET status = 'confirmed' WHERE user = ? ["ada"] -> 1 changed`,
+      "req-1#1/0 returned true",
+      "req-1#1 effect #1 D1:DB run: proceed",
+      `  D1 DB: INSERT INTO bookings (user) VALUES (?1) ["ada"] -> 1 changed`,
+      "req-1#1 answered 200 confirmed",
+      FINAL_STATE,
+      `  DO:Room/"r1" SQL: SELECT id, user FROM reservations WHERE status = 'released' -> 1 rows (1, "ada")`,
+    ]);
+    const culprits = findCulprits(
+      'reservation #1 of "ada" was confirmed and is now released',
+      steps,
+      finalReads,
+    );
+    expect([...culprits.statements].map(([s, why]) => [s.db, s.params, why])).toEqual([
+      ['DO:Room/"r1"', ['"ada"'], '"ada" named by the invariant'],
     ]);
   });
 });

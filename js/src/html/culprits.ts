@@ -2,8 +2,10 @@
  * Finds the writes in a run that made the final state break the invariant, so the diagram can
  * point at them. For a `unique` invariant the engine's message names the shared values
  * (`2 rows of charges in D1:payments/DB share order_id = "o-2"`): the writes to that database
- * carrying all of them are the duplicated rows. For any other invariant, the writes to the
- * Workers' D1 databases whose text parameters the message names are marked instead.
+ * carrying all of them are the duplicated rows. For any other invariant, the writes whose text
+ * parameters the message names are marked instead, among those to the Workers' D1 databases and
+ * Durable Objects' SQL storage that the invariants read (all of them when the trace shows no
+ * read).
  */
 
 import { paramText, type Statement, type Step } from "./trace.ts";
@@ -24,11 +26,23 @@ const WRITE = /^\s*(?:INSERT|REPLACE|UPDATE|DELETE|UPSERT)\b/i;
 /** Text parameters shorter than this are too common to point at anything. */
 const NAMED_MIN = 3;
 
-export function findCulprits(message: string, steps: readonly Step[]): Culprits {
-  // A write that changed no row wrote nothing the invariant could be about.
+export function findCulprits(
+  message: string,
+  steps: readonly Step[],
+  finalReads: readonly Statement[] = [],
+): Culprits {
+  // A write that changed no row wrote nothing the invariant could be about, and neither did one
+  // into a database the invariants did not read, when the trace shows what they read.
+  const read = new Set(finalReads.map((s) => s.db));
   const writes = steps
     .flatMap((step) => step.statements)
-    .filter((s) => WRITE.test(s.sql) && !s.db.includes(":") && s.result !== "0 changed");
+    .filter(
+      (s) =>
+        WRITE.test(sqlOf(s)) &&
+        (!s.db.includes(":") || s.db.startsWith("DO:")) &&
+        s.result !== "0 changed" &&
+        (read.size === 0 || read.has(s.db)),
+    );
   const unique = message.match(/^(\d+) rows of ([\s\S]+) in D1:(\S+) share ([\s\S]+)$/);
   if (unique) {
     const [, count, table, db, share] = unique as unknown as [string, string, string, string, string];
@@ -48,6 +62,11 @@ export function findCulprits(message: string, steps: readonly Step[]): Culprits 
     if (named.length > 0) statements.set(s, `${named.join(", ")} named by the invariant`);
   }
   return { statements };
+}
+
+/** A statement's SQL: a Durable Object's is traced after `SQL: `. */
+function sqlOf(s: Statement): string {
+  return s.db.startsWith("DO:") && s.sql.startsWith("SQL: ") ? s.sql.slice("SQL: ".length) : s.sql;
 }
 
 /** The table a write names first (`INSERT INTO t`, `UPDATE OR IGNORE t`, `DELETE FROM t`). */

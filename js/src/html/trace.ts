@@ -245,6 +245,11 @@ function bindingCall(line: string): Statement | undefined {
   const m = line.match(/^ {2}((?:KV|DO):\S+) ([\s\S]*)$/);
   if (!m) return undefined;
   const text = m[2] as string;
+  // A Durable Object's SQL, traced as D1's is: its statement, parameters and result.
+  if (m[1]?.startsWith("DO:") && text.startsWith("SQL: ")) {
+    const sql = parseStatement(`  D1 ${m[1]}: ${text.slice("SQL: ".length)}`);
+    if (sql) return { ...sql, sql: `SQL: ${sql.sql}` };
+  }
   const arrow = text.lastIndexOf(" -> ");
   return arrow < 0
     ? { db: m[1] as string, part: "", sql: text, params: [], result: "" }
