@@ -45,7 +45,7 @@ const OPTIONS = {
   "pct-depth": {
     type: "string",
     value: "N",
-    help: "with pct: the bug depth (default 3), N - 1 priority changes per run",
+    help: "with pct (and auto, when it samples): the bug depth (default 3), N - 1 priority changes per run",
   },
   "no-reduction": {
     type: "boolean",
@@ -203,6 +203,12 @@ function request(values: Values, positionals: readonly string[]): Request | stri
   for (const name of ["workers", "pct-depth"] as const) {
     const value = values[name];
     if (value !== undefined && !/^\d+$/.test(value)) return `--${name} must be a whole number, not ${value}`;
+  }
+  if (
+    values["pct-depth"] !== undefined &&
+    (values.strategy === "random" || values.strategy === "exhaustive")
+  ) {
+    return `--pct-depth is PCT's bug depth, which --strategy ${values.strategy} does not use (pct does, and auto when it samples)`;
   }
   if (values.junit === "") return "--junit needs the path of the file to write";
   if (values.html === "") return "--html needs the path of the file to write";

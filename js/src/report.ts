@@ -72,7 +72,9 @@ export function renderReport(result: CheckResult, notes: readonly string[] = [])
           ? `The budget of ${result.bounds.budgetMs} ms ran out after ${plural(result.runs, "schedule")}, before every schedule within the bounds had run.`
           : `The limit on runs was reached after ${plural(result.runs, "schedule")}, before every schedule within the bounds had run.`,
         ...(result.strategy === "exhaustive" ? [] : [sampled(result)]),
-        "No invariant broke in the schedules that ran, but this is not a proof: raise bounds.budgetMs or tighten the bounds.",
+        result.strategy !== "exhaustive" && result.switchedAfterRuns === undefined
+          ? "No invariant broke in the schedules that ran, but this is not a proof, and sampling never gives one: --strategy exhaustive (or auto, the default) covers the bounds when the budget allows."
+          : "No invariant broke in the schedules that ran, but this is not a proof: raise bounds.budgetMs or tighten the bounds.",
         ...splitAdvice(result),
         `Bounds: ${describeBounds(result)}.`,
         ...notes,

@@ -366,6 +366,16 @@ describe("a mistake in the command line is one line, not the help page", () => {
     it(`for ${what}`, () => expectUsageError(eutaxy(args), line));
   }
 
+  it("--pct-depth with a strategy that does not use it", () => {
+    expectUsageError(
+      eutaxy(
+        ["check", "./checkout.sim.ts", "--strategy", "random", "--pct-depth", "3"],
+        `${root}examples/service-binding`,
+      ),
+      "eutaxy: --pct-depth is PCT's bug depth, which --strategy random does not use (pct does, and auto when it samples)",
+    );
+  });
+
   it("with no arguments at all, is the short usage and where the options are listed", () => {
     const run = eutaxy([]);
     expect(run.code).toBe(2);

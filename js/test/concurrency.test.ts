@@ -340,6 +340,10 @@ describe("sampling", () => {
       expect(result.distinctSchedules).toBeGreaterThan(0);
       expect(result.distinctSchedules).toBeLessThanOrEqual(result.runs);
       expect(renderReport(result)).toMatch(/Sampled by .*: \d+ distinct schedules?\./);
+      // A bigger budget would not make it a proof: the exhaustive search would.
+      expect(renderReport(result)).toContain(
+        "this is not a proof, and sampling never gives one: --strategy exhaustive (or auto, the default) covers the bounds when the budget allows.",
+      );
     });
   }
 });
