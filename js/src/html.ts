@@ -16,7 +16,7 @@ import { faultMeaning, faultName } from "./html/faults.ts";
 import { renderStory } from "./html/story.ts";
 import { STYLE } from "./html/style.ts";
 import { parseTrace, type Statement, type Step } from "./html/trace.ts";
-import { REDUCTION_CAVEAT, replayCommand, sampled } from "./report.ts";
+import { notAProof, REDUCTION_CAVEAT, replayCommand, sampled } from "./report.ts";
 
 export function renderHtml(result: CheckResult): string {
   switch (result.verdict) {
@@ -137,7 +137,7 @@ function coveragePage(result: CheckResult & { verdict: "BOUNDED" | "INCOMPLETE" 
   const meaning =
     result.verdict === "BOUNDED"
       ? `Every placement of at most ${plural(b.maxFaultsPerRun, "fault")} per run, at every effect of every invocation, ran with every resend it caused (up to ${plural(b.maxRedeliveries, "redelivery")} of each event, ${b.maxConcurrentInvocations === 1 ? "one invocation at a time" : `in every interleaving of up to ${b.maxConcurrentInvocations} invocations at once`}), and every invariant held at the end of every run.${result.partialOrderReduction ? ` ${REDUCTION_CAVEAT}` : ""}`
-      : `${result.strategy === "random" || result.strategy === "pct" ? `${sampled(result)} ` : ""}No invariant broke in the schedules that ran, but this is not a proof: raise bounds.budgetMs or tighten the bounds.`;
+      : `${result.strategy === "random" || result.strategy === "pct" ? `${sampled(result)} ` : ""}${notAProof(result)}`;
   return page(
     result,
     esc(lead),

@@ -72,9 +72,7 @@ export function renderReport(result: CheckResult, notes: readonly string[] = [])
           ? `The budget of ${result.bounds.budgetMs} ms ran out after ${plural(result.runs, "schedule")}, before every schedule within the bounds had run.`
           : `The limit on runs was reached after ${plural(result.runs, "schedule")}, before every schedule within the bounds had run.`,
         ...(result.strategy === "exhaustive" ? [] : [sampled(result)]),
-        result.strategy !== "exhaustive" && result.switchedAfterRuns === undefined
-          ? "No invariant broke in the schedules that ran, but this is not a proof, and sampling never gives one: --strategy exhaustive (or auto, the default) covers the bounds when the budget allows."
-          : "No invariant broke in the schedules that ran, but this is not a proof: raise bounds.budgetMs or tighten the bounds.",
+        notAProof(result),
         ...splitAdvice(result),
         `Bounds: ${describeBounds(result)}.`,
         ...notes,
@@ -143,6 +141,13 @@ export function sampled(result: Extract<CheckResult, { verdict: "INCOMPLETE" }>)
       ? ""
       : `, after ${plural(result.switchedAfterRuns, "exhaustive run")} showed the tree is larger than the budget covers`;
   return `Sampled by ${name}${switched}: ${plural(result.distinctSchedules, "distinct schedule")}.`;
+}
+
+/** What an INCOMPLETE check's schedules say, and what would make it a proof. */
+export function notAProof(result: Extract<CheckResult, { verdict: "INCOMPLETE" }>): string {
+  return result.strategy !== "exhaustive" && result.switchedAfterRuns === undefined
+    ? "No invariant broke in the schedules that ran, but this is not a proof, and sampling never gives one: --strategy exhaustive (or auto, the default) covers the bounds when the budget allows."
+    : "No invariant broke in the schedules that ran, but this is not a proof: raise bounds.budgetMs or tighten the bounds.";
 }
 
 /** A verdict's warnings, each a paragraph of its own after the verdict's lines. */
