@@ -83,7 +83,7 @@ describe("eutaxy check", () => {
   });
 
   it("says how to split an INCOMPLETE check that both injects faults and interleaves", () => {
-    const run = eutaxy(["check", "./seats.gated.sim.ts", "--budget-ms", "300"], `${root}examples/seats-race`);
+    const run = eutaxy(["check", "./seats.gated.sim.ts", "--budget-ms", "1"], `${root}examples/seats-race`);
     expect(run.code).toBe(3);
     expect(run.stdout).toContain(
       "Faults and interleavings multiply: checking the races (maxFaultsPerRun 0) and the faults (maxConcurrentInvocations 1) in two scenarios takes far fewer schedules; --workers N also explores on N CPUs.",
