@@ -138,7 +138,8 @@ impl Explorer {
 
 enum State {
     Explore(Explorer),
-    Shrink(Shrinker),
+    // Boxed: a shrinker is several times the size of the other states.
+    Shrink(Box<Shrinker>),
     Replay(Schedule),
     Done(Verdict),
 }
@@ -883,7 +884,7 @@ impl Check {
                         choices: self.run.choices().to_vec(),
                     };
                     self.found_by = explorer.name();
-                    State::Shrink(
+                    State::Shrink(Box::new(
                         Shrinker::new(
                             schedule,
                             violation.clone(),
@@ -891,7 +892,7 @@ impl Check {
                             self.config.shrink_runs_max,
                         )
                         .for_events(self.config.events.clone()),
-                    )
+                    ))
                 } else if more {
                     State::Explore(explorer)
                 } else {

@@ -29,20 +29,34 @@
 //!    a random walk that switched back and forth ("deliver req-2 before req-1's check, run
 //!    req-1's check before req-2's insert") never reaches "req-1 about to insert while req-2
 //!    waits to be delivered", the one point where a single switch races;
-//! 6. lower the redeliveries to the smallest value that still fails.
+//! 6. lower the redeliveries to the smallest value that still fails;
+//! 7. with faults left, replace each by what it stood in for: a crash can stand in for a
+//!    context switch, since the invocation it kills stops being the default and another one's
+//!    step runs where the dead one's would have. Step 2 only drops a fault when the run without
+//!    it breaks the invariant with the same choices, which such a run does not: it needs one
+//!    switch away from the invocation the fault hit (the alarm read the hold, the confirmation
+//!    runs, the alarm releases the hold), or one switch fewer (one that ran the faulted
+//!    step out of turn only for the fault to end it). So, from the run
+//!    without each fault that step 2 ran: that schedule without one of its choices, each in
+//!    turn, then with one switch that run could have made added (see `fault_swaps`).
 //!
-//! A successful candidate is normalized to what its run actually did (the faults that fired,
-//! the redeliveries used, the choices made), which replays identically. Every success makes the
-//! schedule strictly smaller, so shrinking ends; `shrink_runs_max` bounds it regardless, and
-//! each pass of steps 4 and 5 runs at most `MERGES_MAX` candidates.
+//! Smaller means, in this order: fewer events, then fewer faults, then fewer context switches,
+//! then fewer redeliveries. So a race of two switches and no fault is smaller than one switch
+//! and a crash: a reader of the report would look for what the crash breaks, while the bug
+//! needs no crash at all. A successful candidate is normalized to what its run actually did
+//! (the faults that fired, the redeliveries used, the choices made), which replays identically
+//! and is no larger than the candidate. Every success makes the schedule strictly smaller in
+//! that order (step 7 trades a fault for at most one switch more; every other step removes
+//! something and adds nothing), so shrinking ends; `shrink_runs_max` bounds it regardless, and
+//! each pass of steps 4, 5 and 7 runs at most `MERGES_MAX` candidates.
 
 use crate::error::{Error, Result, OUTSIDE};
 use crate::invariant::Violation;
-use crate::schedule::{Choice, Fault, Schedule};
+use crate::schedule::{Choice, Fault, FaultKind, Schedule, Step};
 
-/// Upper bound on the candidates of one pass that replaces choices by one switch, of those
-/// replacing the whole list, and of those replacing one pair: they count against
-/// `shrink_runs_max` like any other, and the pass only runs once no choice can go alone.
+/// Upper bound on the candidates of one pass that replaces choices, or faults, by one switch,
+/// of those replacing the whole list, and of those replacing one pair: they count against
+/// `shrink_runs_max` like any other, and such a pass only runs once nothing can go alone.
 pub const MERGES_MAX: usize = 64;
 const MERGES_OF_ALL_MAX: usize = 32;
 const MERGES_OF_A_PAIR_MAX: usize = 8;
@@ -103,6 +117,8 @@ enum Stage {
     OneSwitch(usize),
     /// Try this many redeliveries.
     Redeliveries(u32),
+    /// Try the schedule at this position of `Shrinker::swaps`.
+    FaultSwaps(usize),
     Done,
 }
 
@@ -124,6 +140,10 @@ pub struct Shrinker {
     /// The choice lists the current pass of step 4 or 5 tries (see `merges` and
     /// `one_switches`); those of step 4 are kept until step 5 knows which it tried.
     lists: Vec<Vec<Choice>>,
+    /// The schedules step 7 tries: made as step 2's runs without each fault fail, tried once
+    /// nothing else shrinks (those with fewer switches first), forgotten when the best schedule
+    /// changes.
+    swaps: Vec<Swap>,
 }
 
 impl Shrinker {
@@ -145,6 +165,7 @@ impl Shrinker {
             events: Vec::new(),
             switches: Vec::new(),
             lists: Vec::new(),
+            swaps: Vec::new(),
         }
     }
 
@@ -172,8 +193,8 @@ impl Shrinker {
             self.stage = Stage::Done;
         }
         let best = &self.best.schedule;
-        // Each pass either yields a candidate or moves to a later stage; there are nine.
-        for _ in 0..9 {
+        // Each pass either yields a candidate or moves to a later stage; there are ten.
+        for _ in 0..10 {
             let candidate = match self.stage {
                 Stage::Verify => Candidate {
                     schedule: best.clone(),
@@ -296,7 +317,17 @@ impl Shrinker {
                         strict: false,
                     }
                 }
-                Stage::Redeliveries(_) | Stage::Done => {
+                Stage::Redeliveries(_) => {
+                    // A stable sort: each group stays in the order of the faults.
+                    self.swaps.sort_by_key(|s| s.one_more);
+                    self.stage = Stage::FaultSwaps(0);
+                    continue;
+                }
+                Stage::FaultSwaps(at) if at < self.swaps.len().min(MERGES_MAX) => Candidate {
+                    schedule: self.swaps[at].schedule.clone(),
+                    strict: false,
+                },
+                Stage::FaultSwaps(_) | Stage::Done => {
                     self.stage = Stage::Done;
                     return None;
                 }
@@ -355,6 +386,9 @@ impl Shrinker {
                 };
             }
             Stage::Faults(at, renumbered) => {
+                if !success {
+                    self.add_swaps(at, &candidate.schedule, &outcome);
+                }
                 self.stage = if success {
                     self.accept(&candidate, outcome);
                     Stage::Events(0, 0)
@@ -412,6 +446,14 @@ impl Shrinker {
                     self.stage = Stage::Redeliveries(count + 1);
                 }
             }
+            Stage::FaultSwaps(at) => {
+                self.stage = if success {
+                    self.accept(&candidate, outcome);
+                    Stage::Events(0, 0)
+                } else {
+                    Stage::FaultSwaps(at + 1)
+                };
+            }
             Stage::Done => unreachable!("no candidate runs once shrinking is done"),
         }
         Ok(())
@@ -447,6 +489,7 @@ impl Shrinker {
             unreachable!("only violating runs are accepted");
         };
         self.switches = outcome.switches;
+        self.swaps.clear();
         self.best = Best {
             schedule,
             message: violation.message,
@@ -454,6 +497,135 @@ impl Shrinker {
             fingerprint: outcome.fingerprint,
         };
     }
+
+    /// Adds the candidates of step 7 for the best schedule's fault at `at`, from `without`, the
+    /// best schedule without that fault, whose `run` did not break the invariant: `without`
+    /// less one of its choices (a switch that only ran the step the fault hit out of turn goes
+    /// with it), then `fault_swaps`. The best schedule's faults share `MERGES_MAX` evenly;
+    /// those of the renumbered run without a fault come before those of the plain one, as step
+    /// 2 runs them.
+    fn add_swaps(&mut self, at: usize, without: &Schedule, run: &Outcome) {
+        let best = &self.best.schedule;
+        let share = (MERGES_MAX / best.faults.len()).max(1);
+        let room = share.saturating_sub(self.swaps.iter().filter(|s| s.fault == at).count());
+        // The steps the best run took: at each point the default, unless a choice took another.
+        let mut took: Vec<&Step> = self
+            .switches
+            .iter()
+            .filter_map(|s| s.instead.as_ref())
+            .collect();
+        took.extend(best.choices.iter().map(|c| &c.take));
+        let fewer = (0..without.choices.len()).map(|gone| {
+            let mut choices = without.choices.clone();
+            choices.remove(gone);
+            (false, choices)
+        });
+        let more = fault_swaps(&best.faults[at], &run.choices, &run.switches, &took)
+            .into_iter()
+            .map(|choices| (true, choices));
+        let mut added = 0;
+        for (one_more, choices) in fewer.chain(more) {
+            if added == room {
+                break;
+            }
+            let schedule = Schedule {
+                choices,
+                ..without.clone()
+            };
+            if self.swaps.iter().any(|s| s.schedule == schedule) {
+                continue;
+            }
+            self.swaps.push(Swap {
+                fault: at,
+                one_more,
+                schedule,
+            });
+            added += 1;
+        }
+    }
+}
+
+/// A candidate of step 7.
+#[derive(Debug)]
+struct Swap {
+    /// The position of the fault it replaces in the best schedule.
+    fault: usize,
+    /// Whether it adds a switch (see `fault_swaps`) rather than removing a choice: those that
+    /// remove one are smaller, and run first.
+    one_more: bool,
+    schedule: Schedule,
+}
+
+/// Where each of `choices` was made among `switches` (every switch their run could have made,
+/// in the order of its points; the choices are among them), in order; a choice past
+/// `SWITCHES_MAX` is placed after them all.
+fn positions(choices: &[Choice], switches: &[Choice]) -> Vec<usize> {
+    let mut positions = Vec::with_capacity(choices.len());
+    let mut from = 0;
+    for choice in choices {
+        let at = switches[from.min(switches.len())..]
+            .iter()
+            .position(|s| s == choice)
+            .map_or(switches.len(), |at| from + at);
+        positions.push(at);
+        from = (at + 1).min(switches.len());
+    }
+    positions
+}
+
+/// Choice lists that replace `fault` by one context switch: the `choices` of the run without
+/// the fault, with one of the `switches` that run could have made added at its point. The fault
+/// killed its invocation, so that at the next point another invocation's step ran by default;
+/// without the fault that takes a switch away from the step the fault kept from running (the
+/// faulted effect for a crash before it, the effect after for any other fault) to a step the
+/// faulted run took (`took`). Those switches come first, then the other switches away from the
+/// faulted invocation's later steps, then those to a step the faulted run took, then the rest,
+/// each group in the order of the points. At most `MERGES_MAX`; the order depends on the
+/// arguments only, so shrinking the same run gives the same schedule.
+fn fault_swaps(
+    fault: &Fault,
+    choices: &[Choice],
+    switches: &[Choice],
+    took: &[&Step],
+) -> Vec<Vec<Choice>> {
+    let first_kept = match fault.kind {
+        FaultKind::CrashBefore => fault.effect,
+        _ => fault.effect + 1,
+    };
+    let made = positions(choices, switches);
+    let mut order: Vec<(u8, usize)> = switches
+        .iter()
+        .enumerate()
+        .filter(|(at, _)| !made.contains(at))
+        .map(|(at, switch)| {
+            let away = switch.instead.as_ref().is_some_and(|i| {
+                i.invocation == fault.invocation && i.effect.is_some_and(|e| e >= first_kept)
+            });
+            let taken = took.contains(&&switch.take);
+            let group = match (away, taken) {
+                (true, true) => 0,
+                (true, false) => 1,
+                (false, true) => 2,
+                (false, false) => 3,
+            };
+            (group, at)
+        })
+        .collect();
+    order.sort_unstable();
+    let mut lists: Vec<Vec<Choice>> = Vec::new();
+    for (_, at) in order {
+        if lists.len() == MERGES_MAX {
+            break;
+        }
+        let before = made.iter().filter(|&&made_at| made_at < at).count();
+        let mut list = choices[..before].to_vec();
+        list.push(switches[at].clone());
+        list.extend_from_slice(&choices[before..]);
+        if !lists.contains(&list) {
+            lists.push(list);
+        }
+    }
+    lists
 }
 
 /// Choice lists with fewer context switches than `choices`, each replacing some of them by one
@@ -472,18 +644,7 @@ fn merges(choices: &[Choice], switches: &[Choice]) -> Vec<Vec<Choice>> {
     if count < 2 {
         return Vec::new();
     }
-    // Where each choice was made among the switches; a choice past `SWITCHES_MAX` is placed
-    // after them all.
-    let mut positions = Vec::with_capacity(count);
-    let mut from = 0;
-    for choice in choices {
-        let at = switches[from.min(switches.len())..]
-            .iter()
-            .position(|s| s == choice)
-            .map_or(switches.len(), |at| from + at);
-        positions.push(at);
-        from = (at + 1).min(switches.len());
-    }
+    let positions = positions(choices, switches);
     let mut groups = vec![(0, count - 1, MERGES_OF_ALL_MAX)];
     if count >= 3 {
         groups.extend((0..count - 1).map(|first| (first, first + 1, MERGES_OF_A_PAIR_MAX)));
@@ -1390,5 +1551,175 @@ mod merge_tests {
             .iter()
             .all(|c| c.len() == 1 && !merges.contains(c)));
         assert_eq!(shrink(choices, &breaking, &switches).1, tried);
+    }
+}
+
+#[cfg(test)]
+mod fault_swap_tests {
+    use super::choice_tests::choice as switch;
+    use super::*;
+
+    /// A crash before the alarm's first effect: the alarm dies, and its retry runs after the
+    /// other request's step.
+    fn crash(invocation: &str) -> Fault {
+        Fault {
+            kind: FaultKind::CrashBefore,
+            invocation: invocation.into(),
+            event: None,
+            effect: 0,
+            label: "fetch POST https://notify.example/hold-expired".into(),
+        }
+    }
+
+    /// Shrinks `original` against `run`; answers the best schedule and every candidate's faults
+    /// and choices.
+    fn shrink(
+        original: Schedule,
+        run: impl Fn(&Schedule) -> Outcome,
+    ) -> (Schedule, Vec<(usize, Vec<Choice>)>) {
+        let first = run(&original);
+        let mut shrinker = Shrinker::new(original, first.violation.unwrap(), 0, 1_000);
+        let mut tried = Vec::new();
+        while let Some(candidate) = shrinker.next_candidate() {
+            let schedule = &candidate.schedule;
+            tried.push((schedule.faults.len(), schedule.choices.clone()));
+            shrinker.report(run(schedule)).unwrap();
+        }
+        (shrinker.best().schedule.clone(), tried)
+    }
+
+    #[test]
+    fn replaces_a_crash_by_the_context_switch_it_stood_in_for() {
+        // The alarm is delivered instead of the confirmation, and reads a hold. With the crash
+        // the confirmation runs next, then the alarm's retry releases the hold it read again;
+        // without it, the confirmation runs only with a switch away from the alarm's notice.
+        let delivered = switch("req-2#1", "alarm-1#1");
+        let confirmed = switch("alarm-1#1", "req-2#1");
+        let other_first = switch("req-2#1", "req-3#1");
+        let away_elsewhere = switch("alarm-1#1", "req-3#1");
+        let confirmed_later = switch("req-3#1", "req-2#1");
+        let fault = crash("alarm-1#1");
+        let run = |schedule: &Schedule| {
+            let crashed = schedule.faults.contains(&fault);
+            let broken = if crashed {
+                schedule.choices == [delivered.clone()]
+            } else {
+                schedule.choices == [delivered.clone(), confirmed.clone()]
+            };
+            Outcome {
+                violation: broken.then(|| Violation {
+                    invariant: "confirmed-never-released".into(),
+                    message: "reservation #1 (s1, ada) was confirmed and is now released".into(),
+                }),
+                faults: schedule.faults.clone(),
+                redeliveries_used: 0,
+                redeliveries_refused: 0,
+                choices: schedule.choices.clone(),
+                switches: if crashed {
+                    vec![delivered.clone(), confirmed.clone()]
+                } else {
+                    vec![
+                        delivered.clone(),
+                        other_first.clone(),
+                        confirmed.clone(),
+                        confirmed_later.clone(),
+                        away_elsewhere.clone(),
+                    ]
+                },
+                trace: vec![],
+                fingerprint: 0,
+            }
+        };
+        let original = Schedule {
+            base_seed: 7,
+            events: vec![0],
+            faults: vec![fault.clone()],
+            redeliveries_max: 0,
+            choices: vec![delivered.clone()],
+        };
+        let (best, tried) = shrink(original.clone(), run);
+        assert_eq!(best.faults, vec![]);
+        assert_eq!(best.choices, vec![delivered.clone(), confirmed.clone()]);
+        assert_eq!(
+            tried[..5],
+            [
+                // The verifying replay, the crash dropped, the switch dropped.
+                (1, vec![delivered.clone()]),
+                (0, vec![delivered.clone()]),
+                (1, vec![]),
+                // Without the crash and the switch, then with the switch away from the alarm's
+                // notice to the step the crashed run took.
+                (0, vec![]),
+                (0, vec![delivered.clone(), confirmed.clone()]),
+            ],
+            "{tried:?}"
+        );
+        assert_eq!(shrink(original, run).1, tried);
+    }
+
+    #[test]
+    fn orders_the_switches_that_replace_a_crash() {
+        let fault = crash("alarm-1#1");
+        let delivered = switch("req-2#1", "alarm-1#1");
+        let took = [&delivered.instead.clone().unwrap(), &delivered.take];
+        let confirmed = switch("alarm-1#1", "req-2#1");
+        let away = switch("alarm-1#1", "req-3#1");
+        let toward = switch("req-3#1", "req-2#1");
+        let neither = switch("req-3#1", "req-4#1");
+        let switches = [
+            neither.clone(),
+            delivered.clone(),
+            toward.clone(),
+            away.clone(),
+            confirmed.clone(),
+        ];
+        let lists = fault_swaps(&fault, std::slice::from_ref(&delivered), &switches, &took);
+        assert_eq!(
+            lists,
+            [
+                vec![delivered.clone(), confirmed],
+                vec![delivered.clone(), away],
+                vec![delivered.clone(), toward],
+                vec![neither, delivered],
+            ]
+        );
+    }
+
+    #[test]
+    fn bounds_the_candidates_that_replace_faults() {
+        // Two faults that the invariant needs, and a run without either that could have
+        // switched at a thousand points.
+        let faults = vec![crash("alarm-1#1"), crash("alarm-2#1")];
+        let switches: Vec<Choice> = (0..1_000)
+            .map(|n| switch(&format!("s-{n}"), &format!("t-{}", n % 7)))
+            .collect();
+        let run = |schedule: &Schedule| Outcome {
+            violation: (schedule.faults.len() == 2).then(|| Violation {
+                invariant: "i".into(),
+                message: "m".into(),
+            }),
+            faults: schedule.faults.clone(),
+            redeliveries_used: 0,
+            redeliveries_refused: 0,
+            choices: schedule.choices.clone(),
+            switches: switches.clone(),
+            trace: vec![],
+            fingerprint: 0,
+        };
+        let original = Schedule {
+            base_seed: 7,
+            events: vec![0],
+            faults,
+            redeliveries_max: 0,
+            choices: vec![],
+        };
+        let (best, tried) = shrink(original.clone(), run);
+        assert_eq!(best, original);
+        // The verifying replay, each fault dropped, then the candidates that replace one.
+        assert_eq!(tried.len(), 1 + 2 + MERGES_MAX, "{tried:?}");
+        assert!(tried[3..]
+            .iter()
+            .all(|(faults, choices)| *faults == 1 && choices.len() == 1));
+        assert_eq!(shrink(original, run).1, tried);
     }
 }

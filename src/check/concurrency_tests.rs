@@ -793,3 +793,101 @@ fn a_sampled_race_shrinks_to_the_one_switch_it_needs() {
     }
     assert!(found_with_several >= 20, "{found_with_several}");
 }
+
+/// A hold and its confirmation (req-2: `x` becomes 2, then 3) and a reader that records what it
+/// sees (req-1): the invariant is that no reader saw a hold, so req-1's read must come between
+/// req-2's two writes. Clients resend once, and one fault a run is allowed.
+fn hold_and_reader() -> (Vec<Vec<FakeEffect>>, CheckConfig) {
+    let effects = vec![
+        vec![FakeEffect::sql(
+            "D1:DB read",
+            "DB",
+            "INSERT INTO log1 SELECT v FROM x",
+        )],
+        vec![
+            FakeEffect::sql("D1:DB hold", "DB", "UPDATE x SET v = 2"),
+            FakeEffect::sql("D1:DB confirm", "DB", "UPDATE x SET v = 3"),
+        ],
+    ];
+    let mut config = config(2, 1, 1);
+    config.invariants = vec![InvariantSpec::Query {
+        name: "never-saw-a-hold".into(),
+        db: "DB".into(),
+        sql: "SELECT v FROM log1 WHERE v = 2".into(),
+    }];
+    (effects, config)
+}
+
+/// Samples `hold_and_reader` with `strategy` from base seed `seed`; answers whether the
+/// violating run the sampling found had a fault, and the verdict.
+fn sample_the_hold(strategy: StrategyKind, seed: &str) -> (bool, Verdict) {
+    let (effects, mut config) = hold_and_reader();
+    config.seed = seed.into();
+    config.strategy = strategy;
+    config.runs_max = 500;
+    let mut host = ConcurrentHost::new(effects, 2);
+    host.retries = 1;
+    let mut check = setup(config, 2, true);
+    let mut found_with_fault = None;
+    while let Some(plan) = check.next_run(0).unwrap() {
+        let run = host.play_run(&mut check, plan).unwrap();
+        if run.end.violated.is_some() && found_with_fault.is_none() {
+            found_with_fault = Some(!check.run.faults().is_empty());
+        }
+    }
+    (found_with_fault.unwrap_or(false), check.verdict().unwrap())
+}
+
+#[test]
+fn a_crash_that_stands_in_for_a_context_switch_shrinks_to_the_race() {
+    // A crash before req-2's confirmation kills it after its hold; the next step is then
+    // req-1's read, the first live invocation's, with no switch. One switch and a crash break
+    // the invariant, and the race alone needs two switches: deliver req-2 before req-1's
+    // read, then read instead of confirming. Removing the crash alone, or a switch alone,
+    // keeps the invariant.
+    let (effects, config) = hold_and_reader();
+    let replayed = |schedule: &str| {
+        let mut host = ConcurrentHost::new(effects.clone(), 2);
+        host.retries = 1;
+        let mut config = config.clone();
+        config.replay = Some(format!("{:016x}:1,2:{schedule}", fnv1a("seed")));
+        host.check(&mut setup(config, 2, true)).unwrap().1
+    };
+    let race = "-:0:1.1@0=2.1,2.1@1=1.1@0";
+    assert!(matches!(
+        replayed("B2.1@1:1:1.1@0=2.1"),
+        Verdict::Violated { .. }
+    ));
+    assert!(matches!(replayed("-:0:1.1@0=2.1"), Verdict::Held { .. }));
+    assert!(matches!(replayed(race), Verdict::Violated { .. }));
+    for alone in race[4..].split(',') {
+        assert!(matches!(
+            replayed(&format!("-:0:{alone}")),
+            Verdict::Held { .. }
+        ));
+    }
+    let mut found_with_fault = 0;
+    for strategy in [StrategyKind::Random, StrategyKind::Pct] {
+        for n in 0..20 {
+            let seed = format!("seed-{n}");
+            let (with_fault, verdict) = sample_the_hold(strategy, &seed);
+            let Verdict::Violated {
+                run_seed, faults, ..
+            } = &verdict
+            else {
+                panic!("{strategy:?} from {seed}: expected the race, got {verdict:?}");
+            };
+            let base = format!("{:016x}", fnv1a(&seed));
+            assert_eq!(
+                run_seed,
+                &format!("{base}:1,2:{race}"),
+                "{strategy:?} from {seed}, found with a fault: {with_fault}"
+            );
+            assert_eq!(faults, &[]);
+            found_with_fault += usize::from(with_fault);
+            // The same violation from the same seed shrinks the same way.
+            assert_eq!(sample_the_hold(strategy, &seed).1, verdict);
+        }
+    }
+    assert!(found_with_fault >= 10, "{found_with_fault}");
+}
