@@ -201,6 +201,33 @@ describe("blockConcurrencyWhile with more than one call waiting (examples/seats-
   });
 });
 
+describe("an alarm that releases a hold a confirmation took while its notice was in flight", () => {
+  it("is reported as the race it is, with no fault, though a crash can stand in for a switch", async () => {
+    // Found with the alarm's crash before its notice: the confirmation then runs next, as the
+    // first live invocation, and the retry releases the hold it read again. Without the crash it
+    // takes one switch more, away from the notice: two switches and no fault are smaller.
+    const result = violated(await check(fixture("alarm-release/release.sim.ts")));
+    expect(result.message).toBe("hold #1 was confirmed and is now released");
+    expect(result.faults).toEqual([]);
+    expect(result.runSeed.split(":").slice(1)).toEqual([
+      "1,2",
+      "-",
+      "0",
+      "2.1@0=~alarm-1#1,~alarm-1#1@0=2.1@0",
+    ]);
+    expect(steps(result.trace)).toEqual([
+      "deliver req-1#1",
+      "req-1#1 effect #0 DO:ROOM hold: proceed",
+      "deliver req-2#1",
+      "deliver alarm-1#1",
+      "req-2#1 effect #0 DO:ROOM confirm: proceed",
+      "alarm-1#1 effect #0 fetch POST https://notify.example/hold-expired: proceed",
+    ]);
+    const again = violated(await check(fixture("alarm-release/release.sim.ts")));
+    expect(again.runSeed).toBe(result.runSeed);
+  });
+});
+
 describe("a promise a module shares between requests", () => {
   it("left unsettled by an invocation that died: the runtime cancels the request that awaits it", async () => {
     const result = violated(await check(fixture("shared-promise/greet.sim.ts")));
