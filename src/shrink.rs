@@ -50,6 +50,8 @@
 //! something and adds nothing), so shrinking ends; `shrink_runs_max` bounds it regardless, and
 //! each pass of steps 4, 5 and 7 runs at most `MERGES_MAX` candidates.
 
+use std::collections::HashSet;
+
 use crate::error::{Error, Result, OUTSIDE};
 use crate::invariant::Violation;
 use crate::schedule::{Choice, Fault, FaultKind, Schedule, Step};
@@ -592,16 +594,22 @@ fn fault_swaps(
         FaultKind::CrashBefore => fault.effect,
         _ => fault.effect + 1,
     };
+    // In the order of the points, so sorted: a run records up to `SWITCHES_MAX` switches, and
+    // each is looked up here.
     let made = positions(choices, switches);
+    let took: HashSet<(&str, Option<u32>)> = took
+        .iter()
+        .map(|step| (step.invocation.as_str(), step.effect))
+        .collect();
     let mut order: Vec<(u8, usize)> = switches
         .iter()
         .enumerate()
-        .filter(|(at, _)| !made.contains(at))
+        .filter(|(at, _)| made.binary_search(at).is_err())
         .map(|(at, switch)| {
             let away = switch.instead.as_ref().is_some_and(|i| {
                 i.invocation == fault.invocation && i.effect.is_some_and(|e| e >= first_kept)
             });
-            let taken = took.contains(&&switch.take);
+            let taken = took.contains(&(switch.take.invocation.as_str(), switch.take.effect));
             let group = match (away, taken) {
                 (true, true) => 0,
                 (true, false) => 1,
@@ -617,7 +625,7 @@ fn fault_swaps(
         if lists.len() == MERGES_MAX {
             break;
         }
-        let before = made.iter().filter(|&&made_at| made_at < at).count();
+        let before = made.partition_point(|&made_at| made_at < at);
         let mut list = choices[..before].to_vec();
         list.push(switches[at].clone());
         list.extend_from_slice(&choices[before..]);
