@@ -18,6 +18,7 @@ import {
   type StrategyName,
 } from "./engine.ts";
 import { InputError, SimulationError, shown, shownConfig } from "./errors.ts";
+import { plural } from "./report.ts";
 import type { ClientResponse } from "./sim/context.ts";
 import { finalState, hostViolation } from "./sim/final-state.ts";
 import { activate, real } from "./sim/globals.ts";
@@ -56,10 +57,17 @@ interface CheckHeader {
  * `platform-retries-cut`, `maxRedeliveries` refused a retry Cloudflare would make (a queue batch
  * within its `max_retries`, an alarm within its 6 retries), so what follows was not explored;
  * `queue-not-consumed`, a Worker sent to a queue no Worker of the scenario consumes, so what its
- * consumer would do with the messages was not checked.
+ * consumer would do with the messages was not checked; `alarm-before-event`, one invocation at a
+ * time, an alarm set a second or more ahead rang before the next event, so no run had that
+ * event come first.
  */
 export interface CheckWarning {
-  readonly kind: "no-binding-call" | "no-request-succeeded" | "platform-retries-cut" | "queue-not-consumed";
+  readonly kind:
+    | "no-binding-call"
+    | "no-request-succeeded"
+    | "platform-retries-cut"
+    | "queue-not-consumed"
+    | "alarm-before-event";
   readonly message: string;
 }
 
@@ -318,12 +326,19 @@ class Reach {
   private retryCut: Run["retryCut"];
   /** Queues sent to that no Worker consumes, each with the first binding that sent to it. */
   private readonly unconsumed = new Map<string, string>();
+  /** Runs in which an alarm rang before the next event, and the first of them. */
+  private alarmRuns = 0;
+  private alarmBeforeEvent: Run["alarmBeforeEvent"];
 
   add(run: Run): void {
     this.runs++;
     this.effects ||= run.effects > 0;
     for (const [queue, binding] of run.unconsumed)
       if (!this.unconsumed.has(queue)) this.unconsumed.set(queue, binding);
+    if (run.alarmBeforeEvent) {
+      this.alarmRuns++;
+      this.alarmBeforeEvent ??= run.alarmBeforeEvent;
+    }
     if (run.retryCut && (!this.retryCut || run.retryCut.deliveries > this.retryCut.deliveries)) {
       this.retryCut = run.retryCut;
     }
@@ -364,6 +379,13 @@ class Reach {
         message: `maxRedeliveries stopped the platform's retries: Cloudflare would deliver ${work} a ${ordinal(delivery)} time, and up to ${deliveries} times in all, but what follows (${follows}) was not explored. ${covers}.`,
       });
     }
+    if (this.alarmBeforeEvent) {
+      const { alarm, aheadMs, event } = this.alarmBeforeEvent;
+      warnings.push({
+        kind: "alarm-before-event",
+        message: `In ${this.alarmRuns} of ${plural(this.runs, "run")} an alarm rang before the next event (${alarm}, ${duration(aheadMs)} on, before ${event}): one invocation at a time, the platform's work runs before the next event whatever it waits for, so no run had ${event} come before it. maxConcurrentInvocations 2 checks events before, during and after an alarm.`,
+      });
+    }
     for (const [queue, binding] of [...this.unconsumed].sort(([a], [b]) => a.localeCompare(b))) {
       warnings.push({
         kind: "queue-not-consumed",
@@ -372,6 +394,13 @@ class Reach {
     }
     return warnings.length > 0 ? { warnings } : {};
   }
+}
+
+/** A span of the run's clock as a person says it: `15 minutes`, `10 s`, `1.5 h`. */
+function duration(ms: number): string {
+  if (ms < 60_000) return `${Number((ms / 1000).toFixed(1))} s`;
+  if (ms < 3_600_000) return plural(Number((ms / 60_000).toFixed(1)), "minute");
+  return `${Number((ms / 3_600_000).toFixed(1))} h`;
 }
 
 function ordinal(n: number): string {

@@ -16,7 +16,7 @@ import { faultMeaning, faultName } from "./html/faults.ts";
 import { renderStory } from "./html/story.ts";
 import { STYLE } from "./html/style.ts";
 import { parseTrace, type Statement, type Step } from "./html/trace.ts";
-import { notAProof, REDUCTION_CAVEAT, replayCommand, sampled } from "./report.ts";
+import { notAProof, plural, REDUCTION_CAVEAT, replayCommand, sampled } from "./report.ts";
 
 export function renderHtml(result: CheckResult): string {
   switch (result.verdict) {
@@ -180,9 +180,4 @@ ${body}
 
 function seconds(ms: number): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
-}
-
-function plural(n: number, word: string): string {
-  if (n === 1) return `1 ${word}`;
-  return word.endsWith("y") ? `${n} ${word.slice(0, -1)}ies` : `${n} ${word}s`;
 }

@@ -30,8 +30,9 @@ const TREE_BOUNDS = ["maxFaultsPerRun", "maxRedeliveries", "maxConcurrentInvocat
  * The warnings of the merged check, as the lowest shard that gives each words it. Most say
  * something of all the runs (none reached a binding, none answered below 500), which holds of the
  * whole check only if it holds of every shard's runs, all present (`complete`); a shard that ran
- * nothing says nothing either way. `platform-retries-cut` and `queue-not-consumed` say something
- * of some run, which holds of the whole check if it holds of any shard's.
+ * nothing says nothing either way. `platform-retries-cut`, `alarm-before-event` and
+ * `queue-not-consumed` say something of some run, which holds of the whole check if it holds of
+ * any shard's (an alarm's is counted in that shard's runs).
  */
 function mergedWarnings(
   results: readonly ShardedResult[],
@@ -50,6 +51,8 @@ function mergedWarnings(
   }
   const cut = first("platform-retries-cut");
   if (cut) warnings.push(cut);
+  const alarm = first("alarm-before-event");
+  if (alarm) warnings.push(alarm);
   // Said of some run too: each queue once, as the lowest shard words it.
   const queues = new Set<string>();
   for (const warning of ordered.flatMap((r) => of(r)).filter((w) => w.kind === "queue-not-consumed")) {

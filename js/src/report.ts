@@ -17,8 +17,10 @@ function seconds(ms: number): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
-function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? "" : "s"}`;
+/** `n` and `word`, plural unless `n` is 1 (`1 schedule`, `3 redeliveries`). */
+export function plural(n: number, word: string): string {
+  if (n === 1) return `1 ${word}`;
+  return word.endsWith("y") ? `${n} ${word.slice(0, -1)}ies` : `${n} ${word}s`;
 }
 
 /** The shell command that replays a run seed of this check. */

@@ -83,6 +83,9 @@ interface Step {
   take(): void;
 }
 
+/** How far ahead an alarm must ring, before the next event, for the check to say so (`alarmBeforeEvent`). */
+const ALARM_AHEAD_NOTED_MS = 1000;
+
 export class Run implements RunContext, EffectSink, DeterminismSource {
   readonly responses: ClientResponse[] = [];
   private readonly parked: ParkedEffect[] = [];
@@ -120,6 +123,11 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   effects = 0;
   /** The first delivery of a driver's event that threw, and what it threw, for the report. */
   firstThrow: { readonly invocation: string; readonly error: string } | undefined;
+  /**
+   * One invocation at a time: the first alarm that rang a second or more on, before the next
+   * event (which a client sending at once would have sent before it).
+   */
+  alarmBeforeEvent: { readonly alarm: string; readonly aheadMs: number; readonly event: string } | undefined;
   /** Queues no Worker of the scenario consumes that a Worker sent to, each with the first binding it sent through. */
   readonly unconsumed = new Map<string, string>();
   /** The platform's retry the run's bound refused with the highest delivery, if any. */
@@ -368,11 +376,12 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
         await this.interleave(plan.events);
         return;
       }
-      for (const index of plan.events) {
+      for (const [at, index] of plan.events.entries()) {
         const event = this.events[index];
         if (!event) throw new Error(`the engine planned event ${index}, which the drivers do not have`);
         await event.deliver(this, index);
-        await this.drainPlatformWork();
+        const next = plan.events[at + 1];
+        await this.drainPlatformWork(next === undefined ? undefined : this.events[next]?.id);
       }
     } finally {
       deactivate();
@@ -391,12 +400,18 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     }
   }
 
-  private async drainPlatformWork(): Promise<void> {
+  /** Runs the platform's work after an event, one invocation at a time; `next` is the event after it. */
+  private async drainPlatformWork(next?: string): Promise<void> {
     for (let work = this.pending.shift(); work; work = this.pending.shift()) {
       this.countPlatformWork();
       const n = (this.platformCounts.get(work.kind) ?? 0) + 1;
       this.platformCounts.set(work.kind, n);
+      const before = this.nowMs();
       await work.run(this, `${work.kind}-${n}`);
+      const aheadMs = this.nowMs() - before;
+      if (work.kind === "alarm" && next !== undefined && aheadMs >= ALARM_AHEAD_NOTED_MS) {
+        this.alarmBeforeEvent ??= { alarm: `${work.kind}-${n}`, aheadMs, event: next };
+      }
     }
   }
 
