@@ -670,7 +670,7 @@ impl Check {
             events: self.run.events().to_vec(),
             faults: self.run.faults().to_vec(),
             redeliveries_max,
-            choices: self.run.choices().to_vec(),
+            choices: self.run.choices(),
         }
         .encode(&self.config.events)
     }
@@ -881,7 +881,7 @@ impl Check {
                         events: self.run.events().to_vec(),
                         faults: self.run.faults().to_vec(),
                         redeliveries_max: self.config.max_redeliveries,
-                        choices: self.run.choices().to_vec(),
+                        choices: self.run.choices(),
                     };
                     self.found_by = explorer.name();
                     State::Shrink(Box::new(
@@ -909,7 +909,7 @@ impl Check {
                     faults: self.run.faults().to_vec(),
                     redeliveries_used: self.run.redeliveries_used(),
                     redeliveries_refused: self.run.redeliveries_refused(),
-                    choices: self.run.choices().to_vec(),
+                    choices: self.run.choices(),
                     switches: self.run.switches().to_vec(),
                     trace: self.run.trace_lines().to_vec(),
                     fingerprint: self.run.fingerprint(),

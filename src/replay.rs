@@ -79,6 +79,12 @@ impl Strategy for Replay {
     }
 
     fn choose(&mut self, point: &ChoicePoint<'_>) -> Result<usize> {
+        // A run records choices only where there was one to make: a point with one pending step
+        // is none of them, even where that step has the name of one (a delivery and the timers
+        // of the invocation it starts share theirs).
+        if point.options.len() < 2 {
+            return Ok(point.current);
+        }
         let Some(choice) = self.schedule.choices.get(self.next_choice) else {
             return Ok(point.current);
         };

@@ -125,6 +125,15 @@ impl Run {
                 instead: Some(Step::of(&options[current])),
                 take: Step::of(&options[chosen]),
             });
+        } else if options.len() > 1 && options[current].effect.is_none() {
+            // A default step without an effect to name it (a timer firing) has the same name at
+            // later points: a switch made at one of those would apply here on replay. Taking it
+            // is recorded too, and `choices` keeps it where such a switch follows.
+            let step = Step::of(&options[current]);
+            self.choices.push(Choice {
+                instead: Some(step.clone()),
+                take: step,
+            });
         }
         if self.tracing {
             let others = options.iter().enumerate().filter(|(at, _)| *at != current);
@@ -151,8 +160,25 @@ impl Run {
         self.chosen.take()
     }
 
-    pub fn choices(&self) -> &[Choice] {
-        &self.choices
+    /// The run's scheduling choices, in order: every switch away from the default step, and
+    /// each default taken that has no effect to name it (written `2.1=2.1`) where the next
+    /// switch is made while a step of that same name is the default, so that a replay applies
+    /// that switch where the run made it and not at an earlier point of the same name.
+    pub fn choices(&self) -> Vec<Choice> {
+        let mut kept = Vec::with_capacity(self.choices.len());
+        // The default of the next switch, walking back from the end.
+        let mut next_switch_at: Option<&Step> = None;
+        for choice in self.choices.iter().rev() {
+            let taken_default = choice.instead.as_ref() == Some(&choice.take);
+            if !taken_default {
+                next_switch_at = choice.instead.as_ref();
+                kept.push(choice.clone());
+            } else if next_switch_at == choice.instead.as_ref() {
+                kept.push(choice.clone());
+            }
+        }
+        kept.reverse();
+        kept
     }
 
     /// The context switches the run could have made, at most `SWITCHES_MAX`: at each point, in

@@ -714,7 +714,7 @@ fn shrinking_finds_the_one_context_switch_where_two_were_made() {
                 events: vec![0, 1],
                 faults: vec![],
                 redeliveries_max: 0,
-                choices: check.run.choices().to_vec(),
+                choices: check.run.choices(),
             });
         }
     }
