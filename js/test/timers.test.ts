@@ -27,6 +27,17 @@ describe("timers on the run's clock", () => {
     expect((await check(fixture("deadline/deadline.sim.ts"))).verdict).toBe("BOUNDED");
   });
 
+  it.each(["node", "workerd"] as const)(
+    "end the check at a busy wait on the clock, which never moves while the code does not wait (%s)",
+    async (runtime) => {
+      const error = await check(fixture("busy-wait/busy.sim.ts"), { runtime }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(SimulationError);
+      expect((error as Error).message).toBe(
+        "invocation req-1#1 of Worker busy read the clock 10,000,000 times without waiting for anything: it waits for time to pass in a loop, but the run's clock moves only when the code awaits (a binding call, a timer); production ends such a request at its CPU time limit",
+      );
+    },
+  );
+
   it("let a retry with backoff get through every fault", async () => {
     expect((await check(fixture("pay.sim.ts"))).verdict).toBe("BOUNDED");
   });

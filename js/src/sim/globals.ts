@@ -26,6 +26,8 @@ export interface DeterminismSource {
    * simulate: it names the Worker, as an unsupported binding's error does.
    */
   notSimulated?(what: string): Error;
+  /** The error for Worker code that read the clock `reads` times without waiting: it spins on it. */
+  spinning?(reads: number): Error;
   /** `process.env` of the Worker whose code runs now: its vars and secrets, as Cloudflare fills it. */
   processEnv?(): Record<string, string>;
   /**
@@ -130,6 +132,33 @@ export function simulating(): boolean {
   return source !== undefined;
 }
 
+/**
+ * Reads of the run's clock by Worker code since the run last went on (`stepped`). The clock
+ * moves only when the code waits, so a loop that waits for time to pass by reading it
+ * (`while (Date.now() < until) {}`) would read it forever; production ends such a request at
+ * its CPU time limit, and the check ends here, naming the invocation.
+ */
+let clockReads = 0;
+const CLOCK_READS_MAX = 10_000_000;
+
+function readClock(from: DeterminismSource): number {
+  if (++clockReads > CLOCK_READS_MAX) {
+    clockReads = 0;
+    endCheck(
+      from.spinning?.(CLOCK_READS_MAX) ??
+        new SimulationError(
+          `the Worker read the clock ${CLOCK_READS_MAX.toLocaleString("en-US")} times without waiting for anything`,
+        ),
+    );
+  }
+  return from.nowMs();
+}
+
+/** The run went on (a step): the clock reads start counting again. */
+export function stepped(): void {
+  clockReads = 0;
+}
+
 /** Makes `next` the source for the wrappers until the returned function is called. */
 export function activate(next: DeterminismSource): () => void {
   install();
@@ -187,7 +216,7 @@ function install(): void {
       else super(...(args as [number]));
     }
     static override now(): number {
-      return source ? source.nowMs() : realDateNow();
+      return source ? readClock(source) : realDateNow();
     }
   };
   globalThis.Date = SimDate as DateConstructor;
@@ -199,7 +228,7 @@ function install(): void {
       : realFetch(input as string, init as RequestInit)) as typeof fetch;
 
   // workerd's performance clock is the Unix epoch's: timeOrigin 0, so now() is Date.now().
-  performance.now = () => (source ? source.nowMs() : realPerformanceNow());
+  performance.now = () => (source ? readClock(source) : realPerformanceNow());
   const realTimeOrigin = performance.timeOrigin;
   try {
     Object.defineProperty(performance, "timeOrigin", {

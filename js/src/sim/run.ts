@@ -38,7 +38,7 @@ import type {
 } from "./context.ts";
 import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
 import { buildEnv } from "./env.ts";
-import { activate, type DeterminismSource, real } from "./globals.ts";
+import { activate, type DeterminismSource, real, stepped } from "./globals.ts";
 import { type EffectSink, Invocation, type ParkedEffect } from "./invocation.ts";
 import { GLOBAL_SCOPE, outboundFetch } from "./outbound.ts";
 import { lostConnection, rethrownOverRpc } from "./rpc-errors.ts";
@@ -351,6 +351,15 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   processEnv(): Record<string, string> {
     const worker = this.currentWorker();
     return this.memo(`process.env:${worker.name}`, () => processEnvOf(worker));
+  }
+
+  spinning(reads: number): Error {
+    const who = this.running
+      ? `invocation ${this.running.id} of Worker ${this.running.worker}`
+      : "a Worker's module";
+    return new SimulationError(
+      `${who} read the clock ${reads.toLocaleString("en-US")} times without waiting for anything: it waits for time to pass in a loop, but the run's clock moves only when the code awaits (a binding call, a timer); production ends such a request at its CPU time limit`,
+    );
   }
 
   notSimulated(what: string): Error {
@@ -757,6 +766,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private resume(invocation: Invocation | undefined, stream?: string): void {
     this.running = invocation;
     this.stream = invocation?.id ?? stream ?? "init";
+    stepped();
   }
 
   /**
