@@ -174,6 +174,25 @@ export interface FinalState {
     body: string;
     unfinished?: true;
   }[];
+  /**
+   * Every outbound request the scenario's `outbound()` scripts answered, in order: what the other
+   * side was asked, so an invariant can count what a provider did (two charges for one order).
+   * A request that reached the script counts even where the Worker never saw the answer (a
+   * `lost_response`, a deadline that passed); one a fault kept from leaving (`network_error`)
+   * does not. `body` is the request's body as text (`null` without one).
+   */
+  readonly outbound: readonly OutboundRequest[];
+}
+
+/** An outbound request a script answered (`FinalState.outbound`). */
+export interface OutboundRequest {
+  /** The invocation that sent it: `req-2#1`. */
+  readonly invocation: string;
+  readonly method: string;
+  readonly url: string;
+  /** Its headers, names in lower case. */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string | null;
 }
 
 /** A custom invariant: returns true when it holds, or a message saying what is wrong. */

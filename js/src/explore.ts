@@ -221,6 +221,7 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
               run.responses,
               endedAtMs,
               plan.events.map((index) => events[index]?.id ?? `event ${index}`),
+              run.outbound,
             ),
             world.file,
           ),

@@ -40,6 +40,15 @@ describe("outbound fetch through check()", () => {
     ).toBe(true);
   });
 
+  it("gives invariants what the provider was asked, a request whose answer was lost included", async () => {
+    const result = violated(await check(fixture("retry.sim.ts")));
+    expect(result.message).toBe("the provider was asked to charge under 2 keys: order-o-1-1, order-o-1-2");
+    expect(result.faults).toEqual([
+      expect.objectContaining({ kind: "lost_response", invocation: "req-1#1", effect: 0 }),
+    ]);
+    expect((await check(fixture("retry.fixed.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+
   it("stops with an InputError naming a URL the scenario scripts no answer for", async () => {
     const error = await check(fixture("unscripted.sim.ts")).then(
       () => undefined,

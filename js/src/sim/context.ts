@@ -3,6 +3,7 @@
  * The run loop (`run.ts`) implements it; each binding kind is a module that only needs this.
  */
 
+import type { OutboundRequest } from "../cloudflare.ts";
 import type { Engine } from "../engine.ts";
 import type { Invocation } from "./invocation.ts";
 import type { ExecutionContextLike } from "./workers-module.ts";
@@ -113,6 +114,8 @@ export interface RunContext {
    * queue: its messages are never delivered in this run.
    */
   sentUnconsumed?(queue: string, binding: string): void;
+  /** An outbound request a scenario's script answered, for the final state (`FinalState.outbound`). */
+  outboundAnswered?(request: OutboundRequest): void;
   /** Whether this run keeps a trace (see `RunPlan.trace`); lines sent when not are dropped. */
   readonly tracing: boolean;
   trace(line: string): void;

@@ -5,7 +5,7 @@
  * exist, and the first that breaks is handed to the engine with `endRun`.
  */
 
-import type { FinalState, Invariant } from "../cloudflare.ts";
+import type { FinalState, Invariant, OutboundRequest } from "../cloudflare.ts";
 import type { Engine } from "../engine.ts";
 import { InputError, shownConfig } from "../errors.ts";
 import { type ClientResponse, statusMatches } from "./context.ts";
@@ -37,6 +37,7 @@ export function finalState(
   responses: readonly ClientResponse[],
   nowMs: number,
   events: readonly string[],
+  outbound: readonly OutboundRequest[] = [],
 ): FinalState {
   const kvEngine = { d1Run: engine.d1Run.bind(engine), trace: engine.trace.bind(engine), nowMs: () => nowMs };
   // A query the engine refuses is the scenario's mistake (a typo, a table that does not exist),
@@ -109,6 +110,7 @@ export function finalState(
     },
     events,
     responses,
+    outbound,
   };
 }
 

@@ -154,6 +154,13 @@ async function answer(run: RunContext, invocation: string, first: Request, match
   };
   let current = match;
   for (let redirects = 0; ; redirects++) {
+    run.outboundAnswered?.({
+      invocation,
+      method: request.method,
+      url: request.url,
+      headers: Object.fromEntries(request.headers),
+      body: request.body === null ? null : new TextDecoder().decode(request.body),
+    });
     const response = await current.handler(toRequest(request));
     if (!(response instanceof Response)) {
       const error = new InputError(

@@ -23,6 +23,7 @@
  * only when no step is left that could wake it.
  */
 
+import type { OutboundRequest } from "../cloudflare.ts";
 import type { SimEvent } from "../drivers/event.ts";
 import { Decision, type Engine, type FootprintEntry, type RunPlan, type StepOption } from "../engine.ts";
 import { InputError, SimulationError } from "../errors.ts";
@@ -128,6 +129,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    * event (which a client sending at once would have sent before it).
    */
   alarmBeforeEvent: { readonly alarm: string; readonly aheadMs: number; readonly event: string } | undefined;
+  /** The outbound requests the scenario's scripts answered, in order (`FinalState.outbound`). */
+  readonly outbound: OutboundRequest[] = [];
   /** Queues no Worker of the scenario consumes that a Worker sent to, each with the first binding it sent through. */
   readonly unconsumed = new Map<string, string>();
   /** The platform's retry the run's bound refused with the highest delivery, if any. */
@@ -328,6 +331,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
 
   respond(response: ClientResponse): void {
     this.responses.push(response);
+  }
+
+  outboundAnswered(request: OutboundRequest): void {
+    this.outbound.push(request);
   }
 
   sentUnconsumed(queue: string, binding: string): void {
