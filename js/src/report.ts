@@ -11,7 +11,7 @@ import { faultName } from "./faults.ts";
 import { notAsPrintedParagraph, parseStep } from "./trace.ts";
 
 /** The interleaving a report lists at most; `--trace` shows a run whole. */
-const INTERLEAVING_LINES_MAX = 24;
+const INTERLEAVING_LINES_MAX = 32;
 
 function seconds(ms: number): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
@@ -125,14 +125,64 @@ function interleaving(result: Extract<CheckResult, { verdict: "VIOLATED" }>): st
     }
     return [];
   });
-  const shown = steps.slice(0, INTERLEAVING_LINES_MAX).map((step) => `  ${step}`);
-  const more = steps.length - shown.length;
-  return [
-    "",
-    "Steps in the order they ran:",
-    ...shown,
-    ...(more > 0 ? [`  … ${plural(more, "more step")} (--trace shows the whole run)`] : []),
-  ];
+  const lines = collapseRepeats(steps);
+  return ["", "Steps in the order they ran:", ...aroundSwitches(lines).map((line) => `  ${line}`)];
+}
+
+/** The invocation a step line is about: `deliver req-2#1`, `req-2#1 effect #0 (…)`. */
+function stepInvocation(line: string): string {
+  return (line.startsWith("deliver ") ? line.slice("deliver ".length) : line).split(" ")[0] ?? "";
+}
+
+/**
+ * The step lines to show, at most `INTERLEAVING_LINES_MAX` of them when there are more: the
+ * first few, where one invocation's steps give way to another's (the step before and the step
+ * after), which is what a race is made of, and the last, then as many more from the start as
+ * there is room for; each gap is said with its length.
+ */
+function aroundSwitches(lines: readonly string[]): string[] {
+  if (lines.length <= INTERLEAVING_LINES_MAX) return [...lines];
+  const keep = new Set<number>();
+  for (let i = 0; i < 4; i++) keep.add(i);
+  keep.add(lines.length - 1);
+  for (let i = 1; i < lines.length && keep.size < INTERLEAVING_LINES_MAX; i++) {
+    if (stepInvocation(lines[i] as string) !== stepInvocation(lines[i - 1] as string)) {
+      keep.add(i - 1);
+      keep.add(i);
+    }
+  }
+  // The room left goes to the steps from the start.
+  for (let i = 0; i < lines.length && keep.size < INTERLEAVING_LINES_MAX; i++) keep.add(i);
+  const shown: string[] = [];
+  let skipped = 0;
+  for (let i = 0; i < lines.length; i++) {
+    if (!keep.has(i)) {
+      skipped++;
+      continue;
+    }
+    if (skipped > 0) shown.push(`… ${plural(skipped, "more step")}`);
+    skipped = 0;
+    shown.push(lines[i] as string);
+  }
+  if (skipped > 0) shown.push(`… ${plural(skipped, "more step")}`);
+  shown.push("(--trace shows the whole run)");
+  return shown;
+}
+
+/**
+ * The same step several times in a row (an invocation's timers firing one after another, as a
+ * backoff's do) as one line with its count, so that the steps of the other invocations between
+ * which it ran stay within the lines shown.
+ */
+function collapseRepeats(steps: readonly string[]): string[] {
+  const lines: string[] = [];
+  for (let i = 0; i < steps.length; ) {
+    let j = i + 1;
+    while (j < steps.length && steps[j] === steps[i]) j++;
+    lines.push(j - i > 1 ? `${steps[i]} (${j - i} times)` : (steps[i] as string));
+    i = j;
+  }
+  return lines;
 }
 
 /** How a sampling check covered the space, for an INCOMPLETE report. */

@@ -11,6 +11,7 @@ import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
 import { check } from "../src/check.ts";
 import { type Progress, progressLine } from "../src/progress.ts";
+import { renderReport } from "../src/report.ts";
 import { renderTrace } from "../src/trace.ts";
 import { tempFolder } from "./files.ts";
 
@@ -400,6 +401,48 @@ describe("a run step by step", () => {
       "  something new happened",
       "",
       "a line of a kind eutaxy does not know yet",
+    ]);
+  });
+});
+
+describe("the steps of a long interleaved counterexample", () => {
+  it("keep where one invocation's steps give way to another's, and say how many are left out", () => {
+    // req-1 reads, req-2 runs 40 steps through, then req-1 writes what it read: the race.
+    const trace = [
+      "deliver req-1#1",
+      "req-1#1 effect #0 D1:DB first: proceed",
+      "deliver req-2#1",
+      ...Array.from({ length: 40 }, (_, i) => `req-2#1 effect #${i} D1:DB run: proceed`),
+      "req-2#1 answered 200 ok",
+      "req-1#1 effect #1 D1:DB run: proceed",
+      "req-1#1 answered 200 ok",
+    ];
+    const report = renderReport({
+      verdict: "VIOLATED",
+      scenario: "race",
+      file: "/x/race.sim.ts",
+      seed: "race",
+      bounds: { maxFaultsPerRun: 0, maxRedeliveries: 0, maxConcurrentInvocations: 2, budgetMs: 1000 },
+      elapsedMs: 5,
+      runs: 3,
+      shrinkRuns: 2,
+      invariant: "counted",
+      message: "one visit lost",
+      runSeed: "1:1,2:-:0:1.1@1=2.1",
+      eventsKept: ["req-1", "req-2"],
+      faults: [],
+      trace,
+    } as never);
+    const steps =
+      report.slice(report.indexOf("Steps in the order they ran:")).split("\n\n")[0]?.split("\n") ?? [];
+    expect(steps.length).toBeLessThanOrEqual(1 + 32 + 4);
+    expect(steps.slice(-6)).toEqual([
+      "  req-2#1 effect #25 (D1:DB run)",
+      "  … 14 more steps",
+      "  req-2#1 answered 200",
+      "  req-1#1 effect #1 (D1:DB run)",
+      "  req-1#1 answered 200",
+      "  (--trace shows the whole run)",
     ]);
   });
 });
