@@ -5,7 +5,7 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { check } from "../src/index.ts";
+import { check, InputError } from "../src/index.ts";
 
 const scenario = new URL("./fixtures/alarm-ahead/holds.sim.ts", import.meta.url).pathname;
 
@@ -26,5 +26,15 @@ describe("an alarm that rings before the next event", () => {
     const result = await check(scenario.replace("holds.sim.ts", "holds.concurrent.sim.ts"));
     expect(result.verdict).toBe("BOUNDED");
     expect("warnings" in result ? result.warnings : undefined).toBeUndefined();
+  });
+});
+
+describe("an invariant's query of a Durable Object's storage that fails", () => {
+  it("names the object as the invariant does, not by its store", async () => {
+    const error = await check(scenario.replace("holds.sim.ts", "typo.sim.ts")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toMatch(
+      /^invariant held: its query on HOLD "seat-1" failed: no such table: nosuch/,
+    );
   });
 });

@@ -86,7 +86,8 @@ export function finalState(
       const spec = binding(name, "durableObject");
       if (spec.kind !== "durableObject") return [];
       const store = durableObjectStore(spec.namespace, objectName);
-      return engine.d1Exists(store) ? rows(store, sql, params) : [];
+      // Named as the invariant names the object, not by its store.
+      return engine.d1Exists(store) ? rows(store, sql, params, `${name} ${JSON.stringify(objectName)}`) : [];
     },
     durableObjectStorage: (name, objectName, key) => {
       const spec = binding(name, "durableObject");
