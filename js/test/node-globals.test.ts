@@ -15,7 +15,10 @@ import { describe, expect, it } from "vitest";
 import { check } from "../src/index.ts";
 import { tempFolder } from "./files.ts";
 
-/** The Worker: what each name is, and what reading it, a property of it and `typeof` of that do. */
+/**
+ * The Worker: what each name is, what reading it, a property of it and `typeof` of that do, and
+ * what the global object has under the names.
+ */
 const WORKER = `
 function outcome(use) {
   try {
@@ -41,6 +44,8 @@ export default {
       member: outcome(() => typeof Buffer.from),
       feature: typeof Buffer !== "undefined" ? "node" : "web",
       shadowed: shadowed(1, "p"),
+      onGlobal: [typeof globalThis.Buffer, typeof globalThis.process, typeof self.setImmediate],
+      detected: globalThis.process?.env ? "node" : "web",
     });
   },
 };
@@ -127,5 +132,7 @@ it("workerd answers a Worker without Node.js compatibility with ReferenceErrors"
     member: "ReferenceError: Buffer is not defined",
     feature: "web",
     shadowed: "number string",
+    onGlobal: ["undefined", "undefined", "undefined"],
+    detected: "web",
   });
 });

@@ -326,12 +326,14 @@ describe("bundleWorker", () => {
       "worker.ts",
       `let refused;
        try { Buffer = 1; } catch (error) { refused = String(error); }
-       export default { refused, host: typeof globalThis.Buffer };`,
+       export default { refused, onGlobal: typeof globalThis.Buffer };`,
     );
     expect((await bundleWorker(entry)).instantiate(runtime).default).toEqual({
       refused: "ReferenceError: Buffer is not defined",
-      host: "function",
+      onGlobal: "undefined",
     });
+    // The host's own is untouched.
+    expect(typeof globalThis.Buffer).toBe("function");
   });
 
   it("reports a .wasm file that does not exist where the import names it", async () => {

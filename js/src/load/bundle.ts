@@ -116,7 +116,14 @@ function builtInDefines(config: BundleConfig | undefined): Record<string, string
     "global.process.env.NODE_ENV": nodeEnv,
     "globalThis.process.env.NODE_ENV": nodeEnv,
   };
-  if (!nodeGlobals(config)) for (const name of NODE_GLOBALS) defines[name] = `${ABSENT_GLOBALS}.${name}`;
+  if (!nodeGlobals(config)) {
+    for (const name of NODE_GLOBALS) {
+      defines[name] = `${ABSENT_GLOBALS}.${name}`;
+      // A property of the global object workerd does not define reads undefined, not a throw.
+      defines[`globalThis.${name}`] = `${TYPEOF_GLOBALS}.${name}`;
+      defines[`self.${name}`] = `${TYPEOF_GLOBALS}.${name}`;
+    }
+  }
   return defines;
 }
 

@@ -113,7 +113,14 @@ function absentGlobals(): { absent: object; typeOf: object } {
         (globalThis as Record<string, unknown>)[name] = value;
       },
     });
-    Object.defineProperty(typeOf, name, { get: () => workersOwn(name) });
+    // Also what `globalThis.Buffer` and `self.Buffer` are bundled as: a property of the global
+    // object, which the Worker may set (a polyfill's `globalThis.Buffer = Buffer`).
+    Object.defineProperty(typeOf, name, {
+      get: () => workersOwn(name),
+      set: (value: unknown) => {
+        (globalThis as Record<string, unknown>)[name] = value;
+      },
+    });
   }
   return { absent: Object.freeze(absent), typeOf: Object.freeze(typeOf) };
 }
