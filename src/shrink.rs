@@ -38,7 +38,10 @@
 //!    runs, the alarm releases the hold), or one switch fewer (one that ran the faulted
 //!    step out of turn only for the fault to end it). So, from the run
 //!    without each fault that step 2 ran: that schedule without one of its choices, each in
-//!    turn, then with one switch that run could have made added (see `fault_swaps`).
+//!    turn, then with one switch that run could have made added (see `fault_swaps`);
+//! 8. move each fault made in a callee to its caller's call that hosts the callee, as
+//!    `crash_after` (see `hoisted`), when that run is no larger and breaks the invariant too:
+//!    nothing smaller, but the report then names the call in the caller's code.
 //!
 //! Smaller means, in this order: fewer events, then fewer faults, then fewer context switches,
 //! then fewer redeliveries. So a race of two switches and no fault is smaller than one switch
@@ -46,8 +49,9 @@
 //! needs no crash at all. A successful candidate is normalized to what its run actually did
 //! (the faults that fired, the redeliveries used, the choices made), which replays identically
 //! and is no larger than the candidate. Every success makes the schedule strictly smaller in
-//! that order (step 7 trades a fault for at most one switch more; every other step removes
-//! something and adds nothing), so shrinking ends; `shrink_runs_max` bounds it regardless, and
+//! that order (step 7 trades a fault for at most one switch more; step 8 keeps the size and
+//! moves a fault one caller up; every other step removes something and adds nothing), so
+//! shrinking ends; `shrink_runs_max` bounds it regardless, and
 //! each pass of steps 4, 5 and 7 runs at most `MERGES_MAX` candidates.
 
 use std::collections::HashSet;
@@ -121,6 +125,8 @@ enum Stage {
     Redeliveries(u32),
     /// Try the schedule at this position of `Shrinker::swaps`.
     FaultSwaps(usize),
+    /// Try moving the fault at this position to its invocation's caller (see `hoisted`).
+    Hoist(usize),
     Done,
 }
 
@@ -329,7 +335,21 @@ impl Shrinker {
                     schedule: self.swaps[at].schedule.clone(),
                     strict: false,
                 },
-                Stage::FaultSwaps(_) | Stage::Done => {
+                Stage::FaultSwaps(_) => {
+                    self.stage = Stage::Hoist(0);
+                    continue;
+                }
+                Stage::Hoist(at) if at < best.faults.len() => match hoisted(best, at) {
+                    Some(schedule) => Candidate {
+                        schedule,
+                        strict: false,
+                    },
+                    None => {
+                        self.stage = Stage::Hoist(at + 1);
+                        continue;
+                    }
+                },
+                Stage::Hoist(_) | Stage::Done => {
                     self.stage = Stage::Done;
                     return None;
                 }
@@ -454,6 +474,20 @@ impl Shrinker {
                     Stage::Events(0, 0)
                 } else {
                     Stage::FaultSwaps(at + 1)
+                };
+            }
+            Stage::Hoist(at) => {
+                // Only as small as the best in every other respect: the move is for the
+                // reader, not a trade.
+                let best = &self.best.schedule;
+                let as_small = outcome.faults.len() <= best.faults.len()
+                    && outcome.choices.len() <= best.choices.len()
+                    && outcome.redeliveries_used <= best.redeliveries_max;
+                self.stage = if success && as_small {
+                    self.accept(&candidate, outcome);
+                    Stage::Events(0, 0)
+                } else {
+                    Stage::Hoist(at + 1)
                 };
             }
             Stage::Done => unreachable!("no candidate runs once shrinking is done"),
@@ -856,6 +890,28 @@ fn platform_renumbered(best: &Schedule, events: &[String], dropped: u32) -> Opti
     changed.then_some(schedule)
 }
 
+/// The best schedule with its fault at `at`, made in a callee (`req-2#1/0`), moved to the
+/// caller's call that hosts the callee, as `crash_after` (`req-2#1` effect #0): the callee ran
+/// and its caller died before the answer. A crash inside a service binding's callee takes its
+/// caller with it, so the two often break the invariant alike, and the report then names the
+/// call the reader sees in the caller's code rather than a statement deep in the callee's.
+fn hoisted(best: &Schedule, at: usize) -> Option<Schedule> {
+    let fault = &best.faults[at];
+    let hash = fault.invocation.find('#')?;
+    let (caller, effect) = fault.invocation[hash..].rsplit_once('/')?;
+    let effect: u32 = effect.parse().ok()?;
+    let caller = format!("{}{caller}", &fault.invocation[..hash]);
+    let mut schedule = best.clone();
+    schedule.faults[at] = Fault {
+        kind: FaultKind::CrashAfter,
+        invocation: caller,
+        event: fault.event,
+        effect,
+        label: String::new(),
+    };
+    Some(schedule)
+}
+
 /// The delivery number of an invocation of the event whose ids start with `prefix`
 /// (`req-1#`): 2 for `req-1#2` and `req-1#2/0`.
 fn delivery_of(invocation: &str, prefix: &str) -> Option<u32> {
@@ -918,6 +974,85 @@ mod tests {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         format!("{schedule:?}").hash(&mut hasher);
         hasher.finish()
+    }
+
+    /// A caller and its service binding's callee die together, so the invariant breaks with a
+    /// crash at the callee's second statement (`req-2#1/0` effect #1) and with crash_after at
+    /// the caller's call that hosts it (`req-2#1` effect #0), after one redelivery either way.
+    fn callee_oracle(schedule: &Schedule) -> Outcome {
+        let breaks = |f: &Fault| {
+            f.invocation == "req-2#1/0" && f.effect == 1
+                || f.invocation == "req-2#1" && f.effect == 0 && f.kind == FaultKind::CrashAfter
+        };
+        let fired: Vec<Fault> = schedule
+            .faults
+            .iter()
+            .filter(|f| f.event.is_none_or(|e| schedule.events.contains(&e)))
+            .map(|f| Fault {
+                label: if f.invocation.contains('/') {
+                    "D1:payments/DB first".into()
+                } else {
+                    "Service:PAYMENTS charge".into()
+                },
+                ..f.clone()
+            })
+            .collect();
+        let used = schedule.redeliveries_max.min(u32::from(!fired.is_empty()));
+        let broken = fired.iter().any(breaks) && used >= 1;
+        Outcome {
+            violation: broken.then(|| Violation {
+                invariant: "one-charge-per-order".into(),
+                message: "2 charges".into(),
+            }),
+            faults: fired,
+            redeliveries_used: used,
+            redeliveries_refused: 0,
+            choices: schedule.choices.clone(),
+            switches: vec![],
+            trace: vec![format!("{schedule:?}")],
+            fingerprint: fingerprint_of(schedule),
+        }
+    }
+
+    #[test]
+    fn moves_a_crash_in_a_callee_to_the_call_that_hosts_it() {
+        let original = Schedule {
+            base_seed: 7,
+            events: vec![1],
+            faults: vec![Fault {
+                kind: FaultKind::CrashBefore,
+                invocation: "req-2#1/0".into(),
+                event: Some(1),
+                effect: 1,
+                label: "D1:payments/DB first".into(),
+            }],
+            redeliveries_max: 3,
+            choices: vec![],
+        };
+        let first = callee_oracle(&original);
+        let mut shrinker = Shrinker::new(
+            original.clone(),
+            first.violation.clone().unwrap(),
+            first.fingerprint,
+            1_000,
+        );
+        while let Some(candidate) = shrinker.next_candidate() {
+            shrinker.report(callee_oracle(&candidate.schedule)).unwrap();
+        }
+        let best = &shrinker.best().schedule;
+        assert_eq!(
+            best.faults
+                .iter()
+                .map(|f| (f.kind, f.invocation.as_str(), f.effect, f.label.as_str()))
+                .collect::<Vec<_>>(),
+            vec![(
+                FaultKind::CrashAfter,
+                "req-2#1",
+                0,
+                "Service:PAYMENTS charge"
+            )]
+        );
+        assert_eq!(best.redeliveries_max, 1);
     }
 
     #[test]
