@@ -102,6 +102,23 @@ describe("Workers eutaxy has never seen", () => {
   it("reports BOUNDED for the fixed mailer Worker", async () => {
     expect((await check(fixture("scripted/welcome.fixed.sim.ts"))).verdict).toBe("BOUNDED");
   });
+
+  it("finds a charge made twice when the callee dies between its writes and takes its caller along", async () => {
+    // The shop answers 502 to a call that fails, which its client does not resend: the charge is
+    // made twice only because the crash kills the shop too, so the client gets no answer.
+    const result = violated(await check(fixture("callee-crash/pay.sim.ts")));
+    expect(result.message).toBe('2 rows of charges in D1:payments/DB share order_id = "o-1"');
+    expect(result.faults).toEqual([
+      { kind: "crash_before", invocation: "req-1#1/0", effect: 2, label: "D1:payments/DB run" },
+    ]);
+    expect(result.trace).toContain(
+      "req-1#1 died with its callee req-1#1/0: a service binding runs both on one thread",
+    );
+  });
+
+  it("reports BOUNDED for the payments Worker that writes the charge and its key in one batch", async () => {
+    expect((await check(fixture("callee-crash/pay.fixed.sim.ts"))).verdict).toBe("BOUNDED");
+  });
 });
 
 describe("a project laid out as wrangler expects", () => {

@@ -474,6 +474,14 @@ describe("reading the trace", () => {
     expect(steps.map((s) => s.kind)).toEqual(["deliver", "effect", "returned"]);
     expect(steps[1]?.statements.map((s) => s.sql)).toEqual(['storage.get("visits")']);
   });
+
+  it("draws a death the trace says more of, and says what", async () => {
+    const result = await check(new URL("./fixtures/callee-crash/pay.sim.ts", import.meta.url).pathname);
+    expect(result.verdict).toBe("VIOLATED");
+    expect(text(renderHtml(result))).toContain(
+      "req-1#1 died (with its callee req-1#1/0: a service binding runs both on one thread): it never answers",
+    );
+  });
 });
 
 /** Chromium, when installed (scripts/setup.sh installs it; CI runs setup.sh). */

@@ -191,7 +191,7 @@ function label(step: Step, row: Row, context: Context): string {
     case "finished":
       return `finished${statements(step, undefined, context)}`;
     case "died":
-      return `<b class="bad">${esc(step.invocation)} died</b>: ${esc(deathMeaning(step.invocation))}${statements(step, undefined, context)}`;
+      return `<b class="bad">${esc(step.invocation)} died</b>${step.why === undefined ? "" : ` (${esc(step.why)})`}: ${esc(deathMeaning(step.invocation))}${statements(step, undefined, context)}`;
     case "redeliver": {
       const { event } = deliveryOf(step.invocation);
       if (step.refused !== undefined) {

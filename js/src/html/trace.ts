@@ -46,7 +46,8 @@ export type Step = StepBase &
         readonly status: string;
         readonly body: string;
       }
-    | { readonly kind: "died"; readonly invocation: string }
+    /** `why`: what the trace says after "died" (`with its callee req-1#1/0: …`), if anything. */
+    | { readonly kind: "died"; readonly invocation: string; readonly why?: string }
     | { readonly kind: "finished"; readonly invocation: string }
     | { readonly kind: "redeliver"; readonly invocation: string; readonly refused: string | undefined }
     | { readonly kind: "sent"; readonly event: string; readonly queue: string }
@@ -169,7 +170,10 @@ const PATTERNS: readonly (readonly [RegExp, (f: Fields) => StepFields | undefine
       body: `${body}`,
     }),
   ],
-  [/^(\S+) died$/, ([inv]) => ({ kind: "died", invocation: `${inv}` })],
+  [
+    /^(\S+) died(?: ([\s\S]*))?$/,
+    ([inv, why]) => ({ kind: "died", invocation: `${inv}`, ...(why === undefined ? {} : { why }) }),
+  ],
   [/^(\S+) finished$/, ([inv]) => ({ kind: "finished", invocation: `${inv}` })],
   [
     /^(\S+) sent to queue (\S+)$/,

@@ -840,7 +840,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     this.clockMs = this.engine.nowMs();
     this.effects++;
     if (decision === Decision.CrashBefore) {
-      this.die(invocation);
+      this.crash(invocation);
       return;
     }
     this.resume(invocation);
@@ -872,7 +872,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     if (value instanceof SimulationError || value instanceof InputError) this.failure ??= value;
     if (!invocation.live) return;
     if (decision === Decision.CrashAfter) {
-      this.die(invocation);
+      this.crash(invocation);
       return;
     }
     this.resume(invocation);
@@ -882,6 +882,20 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     }
     if (ok) effect.resolve(value);
     else effect.reject(value);
+  }
+
+  /**
+   * A crash fault at one of `invocation`'s effects. A service binding's callee runs on its
+   * caller's thread (Cloudflare's default), so what kills the one kills the other: the crash
+   * takes the callers up the chain of service bindings, to the request's own invocation or to the
+   * Durable Object invocation that made the call (an object runs where it lives, so its caller
+   * only loses the call). The client then gets no answer, as when the caller itself crashes.
+   */
+  private crash(invocation: Invocation): void {
+    let machine = invocation;
+    while (machine.parent && machine.resource === undefined) machine = machine.parent;
+    if (machine === invocation) this.die(invocation);
+    else this.die(machine, `with its callee ${invocation.id}: a service binding runs both on one thread`);
   }
 
   die(invocation: Invocation, why?: string): void {
