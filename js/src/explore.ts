@@ -323,6 +323,8 @@ class Reach {
   private answered = false;
   /** The first failed request of the first run that had one, as a warning quotes it. */
   private failure: string | undefined;
+  /** The first request's answer, as a warning quotes it (a 404 says why no binding was reached). */
+  private firstAnswer: string | undefined;
   /** The platform's retry the bound refused with the highest delivery over the runs. */
   private retryCut: Run["retryCut"];
   /** Queues sent to that no Worker consumes, each with the first binding that sent to it. */
@@ -345,6 +347,7 @@ class Reach {
     }
     for (const response of run.responses) {
       this.responses = true;
+      this.firstAnswer ??= failureOf(response, run.firstThrow);
       if (response.status > 0 && response.status < 500) this.answered = true;
       else this.failure ??= failureOf(response, run.firstThrow);
     }
@@ -356,8 +359,7 @@ class Reach {
     if (this.runs > 0 && !this.effects) {
       warnings.push({
         kind: "no-binding-call",
-        message:
-          "No run reached a binding call, so no fault was injected and no interleaving tried: the invariants held over the events alone.",
+        message: `No run reached a binding call${this.firstAnswer === undefined ? "" : ` (first: ${this.firstAnswer})`}, so no fault was injected and no interleaving tried: the invariants held over the events alone.`,
       });
     }
     if (this.responses && !this.answered) {
@@ -411,6 +413,7 @@ function ordinal(n: number): string {
 }
 
 /** A failed answer as a warning quotes it: the exception the delivery threw, else the answer. */
+/** How a delivery ended, as a warning quotes it: `req-1#1 answered 404 "Not found"`. */
 function failureOf(response: ClientResponse, firstThrow: Run["firstThrow"]): string {
   const invocation = `${response.event}#${response.delivery}`;
   if (response.status === 0) return `${invocation} got no answer`;

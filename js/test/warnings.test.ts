@@ -27,8 +27,13 @@ describe("a verdict's warnings", () => {
     expect(report).toContain("(first: req-1#1 threw SyntaxError: ");
   });
 
-  it("say that no run reached a binding, when the requests answered without one", async () => {
-    expect(kinds(await check(fixture("echo.sim.ts")))).toEqual(["no-binding-call"]);
+  it("say that no run reached a binding, when the requests answered without one, quoting the first answer", async () => {
+    const result = await check(fixture("echo.sim.ts"));
+    expect(kinds(result)).toEqual(["no-binding-call"]);
+    // What the Worker answered says why (a 404 for a request sent as GET by mistake).
+    expect(renderReport(result)).toContain(
+      'No run reached a binding call (first: req-1#1 answered 200 "{\\"id\\":\\"n-1\\",\\"text\\":\\"first\\"}"), so',
+    );
   });
 
   it("say that every answer was a 5xx, quoting the first", async () => {
