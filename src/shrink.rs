@@ -10,7 +10,9 @@
 //!
 //! 1. remove one event (with its faults and the scheduling choices that name its
 //!    invocations; faults on invocations the platform made are kept), first to last, as long
-//!    as one event is left;
+//!    as one event is left; when that alone does not break the invariant, also with the
+//!    choices at the platform's work one effect earlier (an alarm that sends each queued job
+//!    makes one call fewer without the event, see `shifted`), then with that work renumbered;
 //! 2. remove one fault, first to last; when the fault killed a delivery and the schedule names
 //!    later deliveries of its event (a choice that ran the resend), first try renumbering those
 //!    one down, since without the crash the client does not resend and the delivery before
@@ -110,6 +112,9 @@ enum Stage {
     /// schedule says of it goes, and the platform work numbered above it is renumbered one down
     /// (tried, from 1 up, after the plain removal fails).
     Events(usize, u32),
+    /// Try removing the event at this position, with the choices at the platform's steps moved
+    /// one effect earlier (see `shifted`); after the plain removal fails.
+    EventShifted(usize),
     /// Try removing the fault at this position; `renumbered`: the candidate that also renumbers
     /// the later deliveries of its event (tried first, when there are any).
     Faults(usize, bool),
@@ -212,46 +217,32 @@ impl Shrinker {
                 // counterexample to the scenario (an invariant that the setup's state breaks
                 // says the events must all run, which no shrinking can keep).
                 Stage::Events(at, dropped) if at < best.events.len() && best.events.len() > 1 => {
-                    let removed = best.events[at];
-                    let mut schedule = if dropped > 0 {
-                        match platform_renumbered(best, &self.events, dropped) {
-                            Some(schedule) => schedule,
-                            None => {
-                                self.stage = Stage::Events(at + 1, 0);
-                                continue;
-                            }
+                    match without_event(best, at, dropped, &self.events) {
+                        Some(schedule) => Candidate {
+                            schedule,
+                            strict: false,
+                        },
+                        None => {
+                            self.stage = Stage::Events(at + 1, 0);
+                            continue;
                         }
-                    } else {
-                        best.clone()
-                    };
-                    schedule.events.remove(at);
-                    // Faults on the platform's invocations stay: they may or may not fire
-                    // without the event, and normalizing to the fired faults tidies up.
-                    schedule.faults.retain(|f| f.event != Some(removed));
-                    // Choices that run the removed event's steps go; those that ran another
-                    // step where the removed event's was the default now apply where their
-                    // step is first pending.
-                    if let Some(name) = self.events.get(removed as usize) {
-                        let prefix = format!("{name}#");
-                        schedule
-                            .choices
-                            .retain(|c| !c.take.invocation.starts_with(&prefix));
-                        for choice in &mut schedule.choices {
-                            if choice
-                                .instead
-                                .as_ref()
-                                .is_some_and(|i| i.invocation.starts_with(&prefix))
-                            {
-                                choice.instead = None;
-                            }
-                        }
-                    }
-                    Candidate {
-                        schedule,
-                        strict: false,
                     }
                 }
-                Stage::Events(..) => {
+                Stage::EventShifted(at) if at < best.events.len() && best.events.len() > 1 => {
+                    match without_event(best, at, 0, &self.events)
+                        .and_then(|schedule| shifted(schedule, &self.events))
+                    {
+                        Some(schedule) => Candidate {
+                            schedule,
+                            strict: false,
+                        },
+                        None => {
+                            self.stage = self.after_plain_removal(at);
+                            continue;
+                        }
+                    }
+                }
+                Stage::Events(..) | Stage::EventShifted(_) => {
                     self.stage = Stage::Faults(0, true);
                     continue;
                 }
@@ -401,10 +392,20 @@ impl Shrinker {
                 self.stage = if success {
                     self.accept(&candidate, outcome);
                     Stage::Events(0, 0)
+                } else if dropped == 0 {
+                    Stage::EventShifted(at)
                 } else if dropped < highest_platform_number(&self.best.schedule, &self.events) {
                     Stage::Events(at, dropped + 1)
                 } else {
                     Stage::Events(at + 1, 0)
+                };
+            }
+            Stage::EventShifted(at) => {
+                self.stage = if success {
+                    self.accept(&candidate, outcome);
+                    Stage::Events(0, 0)
+                } else {
+                    self.after_plain_removal(at)
                 };
             }
             Stage::Faults(at, renumbered) => {
@@ -493,6 +494,16 @@ impl Shrinker {
             Stage::Done => unreachable!("no candidate runs once shrinking is done"),
         }
         Ok(())
+    }
+
+    /// What step 1 tries after removing the event at `at` failed plainly and shifted: the
+    /// removal with the platform's work renumbered, when there is any, else the next event.
+    fn after_plain_removal(&self, at: usize) -> Stage {
+        if highest_platform_number(&self.best.schedule, &self.events) > 0 {
+            Stage::Events(at, 1)
+        } else {
+            Stage::Events(at + 1, 0)
+        }
     }
 
     /// Makes a successful candidate the best, normalized to what its run did.
@@ -890,6 +901,67 @@ fn platform_renumbered(best: &Schedule, events: &[String], dropped: u32) -> Opti
     changed.then_some(schedule)
 }
 
+/// The best schedule without its event at `at` (step 1), with the platform's work numbered
+/// `dropped` taken as the event's when `dropped` is above 0 (see `platform_renumbered`); `None`
+/// when there is no such work.
+fn without_event(best: &Schedule, at: usize, dropped: u32, events: &[String]) -> Option<Schedule> {
+    let removed = best.events[at];
+    let mut schedule = if dropped > 0 {
+        platform_renumbered(best, events, dropped)?
+    } else {
+        best.clone()
+    };
+    schedule.events.remove(at);
+    // Faults on the platform's invocations stay: they may or may not fire without the event,
+    // and normalizing to the fired faults tidies up.
+    schedule.faults.retain(|f| f.event != Some(removed));
+    // Choices that run the removed event's steps go; those that ran another step where the
+    // removed event's was the default now apply where their step is first pending.
+    if let Some(name) = events.get(removed as usize) {
+        let prefix = format!("{name}#");
+        schedule
+            .choices
+            .retain(|c| !c.take.invocation.starts_with(&prefix));
+        for choice in &mut schedule.choices {
+            if choice
+                .instead
+                .as_ref()
+                .is_some_and(|i| i.invocation.starts_with(&prefix))
+            {
+                choice.instead = None;
+            }
+        }
+    }
+    Some(schedule)
+}
+
+/// `schedule` (an event removed) with every choice's step that is an effect of the platform's
+/// work (an alarm, a queue batch) numbered one lower; `None` when no choice names one past its
+/// first effect. Such work often goes through what the events left (an alarm sending each
+/// queued job, a batch each message), so without an event it makes one call fewer, and the
+/// switch that raced its second call must now race its first.
+fn shifted(mut schedule: Schedule, events: &[String]) -> Option<Schedule> {
+    let platform = |step: &Step| {
+        !events
+            .iter()
+            .any(|name| step.invocation.starts_with(&format!("{name}#")))
+    };
+    let mut moved = false;
+    for choice in &mut schedule.choices {
+        for step in choice
+            .instead
+            .iter_mut()
+            .chain(std::iter::once(&mut choice.take))
+        {
+            if let Some(effect) = step.effect.filter(|&e| e > 0 && platform(step)) {
+                step.effect = Some(effect - 1);
+                moved = true;
+            }
+        }
+    }
+    moved.then_some(schedule)
+}
+
 /// The best schedule with its fault at `at`, made in a callee (`req-2#1/0`), moved to the
 /// caller's call that hosts the callee, as `crash_after` (`req-2#1` effect #0): the callee ran
 /// and its caller died before the answer. A crash inside a service binding's callee takes its
@@ -1053,6 +1125,81 @@ mod tests {
             )]
         );
         assert_eq!(best.redeliveries_max, 1);
+    }
+
+    /// An alarm that sends each job the requests before `req-3` queued, one call each, and
+    /// clears the list after its last call: `req-3`'s job is lost when `req-3` enqueues while
+    /// the alarm waits at its last call. A choice at an alarm call the run never makes does not
+    /// apply.
+    fn alarm_oracle(schedule: &Schedule) -> Outcome {
+        let jobs = schedule.events.iter().filter(|&&e| e < 2).count() as u32;
+        let choices: Vec<Choice> = schedule
+            .choices
+            .iter()
+            .filter(|c| {
+                c.instead
+                    .as_ref()
+                    .is_some_and(|i| i.invocation != "alarm-1#1" || i.effect < Some(jobs))
+            })
+            .cloned()
+            .collect();
+        let race = choices.iter().any(|c| {
+            c.instead.as_ref().is_some_and(|i| {
+                i.invocation == "alarm-1#1" && jobs > 0 && i.effect == Some(jobs - 1)
+            }) && c.take.invocation == "req-3#1"
+        });
+        let broken = schedule.events.contains(&2) && race;
+        Outcome {
+            violation: broken.then(|| Violation {
+                invariant: "jobs-are-not-lost".into(),
+                message: "n3 lost".into(),
+            }),
+            faults: vec![],
+            redeliveries_used: 0,
+            redeliveries_refused: 0,
+            choices,
+            switches: vec![],
+            trace: vec![format!("{schedule:?}")],
+            fingerprint: fingerprint_of(schedule),
+        }
+    }
+
+    #[test]
+    fn drops_an_event_whose_job_only_made_the_alarm_call_once_more() {
+        let step = |invocation: &str, effect: u32| Step {
+            invocation: invocation.into(),
+            effect: Some(effect),
+        };
+        let original = Schedule {
+            base_seed: 7,
+            events: vec![0, 1, 2],
+            faults: vec![],
+            redeliveries_max: 0,
+            choices: vec![Choice {
+                instead: Some(step("alarm-1#1", 1)),
+                take: step("req-3#1", 0),
+            }],
+        };
+        let first = alarm_oracle(&original);
+        let mut shrinker = Shrinker::new(
+            original.clone(),
+            first.violation.clone().unwrap(),
+            first.fingerprint,
+            1_000,
+        )
+        .for_events(vec!["req-1".into(), "req-2".into(), "req-3".into()]);
+        while let Some(candidate) = shrinker.next_candidate() {
+            shrinker.report(alarm_oracle(&candidate.schedule)).unwrap();
+        }
+        let best = &shrinker.best().schedule;
+        assert_eq!(best.events, vec![1, 2]);
+        assert_eq!(
+            best.choices,
+            vec![Choice {
+                instead: Some(step("alarm-1#1", 0)),
+                take: step("req-3#1", 0),
+            }]
+        );
     }
 
     #[test]
