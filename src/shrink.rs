@@ -42,8 +42,9 @@
 //!    without each fault that step 2 ran: that schedule without one of its choices, each in
 //!    turn, then with one switch that run could have made added (see `fault_swaps`);
 //! 8. move each fault made in a callee to its caller's call that hosts the callee, as
-//!    `crash_after` (see `hoisted`), when that run is no larger and breaks the invariant too:
-//!    nothing smaller, but the report then names the call in the caller's code.
+//!    `crash_after` or else `crash_before` (see `hoisted`), when that run is no larger and
+//!    breaks the invariant with the same message: nothing smaller, but the report then names
+//!    the call in the caller's code.
 //!
 //! Smaller means, in this order: fewer events, then fewer faults, then fewer context switches,
 //! then fewer redeliveries. So a race of two switches and no fault is smaller than one switch
@@ -130,8 +131,9 @@ enum Stage {
     Redeliveries(u32),
     /// Try the schedule at this position of `Shrinker::swaps`.
     FaultSwaps(usize),
-    /// Try moving the fault at this position to its invocation's caller (see `hoisted`).
-    Hoist(usize),
+    /// Try moving the fault at this position to its invocation's caller (see `hoisted`), as
+    /// `crash_before` when the flag is set, else as `crash_after`.
+    Hoist(usize, bool),
     Done,
 }
 
@@ -327,20 +329,22 @@ impl Shrinker {
                     strict: false,
                 },
                 Stage::FaultSwaps(_) => {
-                    self.stage = Stage::Hoist(0);
+                    self.stage = Stage::Hoist(0, false);
                     continue;
                 }
-                Stage::Hoist(at) if at < best.faults.len() => match hoisted(best, at) {
-                    Some(schedule) => Candidate {
-                        schedule,
-                        strict: false,
-                    },
-                    None => {
-                        self.stage = Stage::Hoist(at + 1);
-                        continue;
+                Stage::Hoist(at, before) if at < best.faults.len() => {
+                    match hoisted(best, at, before) {
+                        Some(schedule) => Candidate {
+                            schedule,
+                            strict: false,
+                        },
+                        None => {
+                            self.stage = Stage::Hoist(at + 1, false);
+                            continue;
+                        }
                     }
-                },
-                Stage::Hoist(_) | Stage::Done => {
+                }
+                Stage::Hoist(..) | Stage::Done => {
                     self.stage = Stage::Done;
                     return None;
                 }
@@ -477,18 +481,26 @@ impl Shrinker {
                     Stage::FaultSwaps(at + 1)
                 };
             }
-            Stage::Hoist(at) => {
-                // Only as small as the best in every other respect: the move is for the
-                // reader, not a trade.
+            Stage::Hoist(at, before) => {
+                // The move is for the reader, not a trade: the run must be as small as the best
+                // in every other respect and break the invariant with the same message, or the
+                // report would tell another bug than the one found (a resend's double charge
+                // instead of a callee's half-done write).
                 let best = &self.best.schedule;
-                let as_small = outcome.faults.len() <= best.faults.len()
+                let alike = outcome.faults.len() <= best.faults.len()
                     && outcome.choices.len() <= best.choices.len()
-                    && outcome.redeliveries_used <= best.redeliveries_max;
-                self.stage = if success && as_small {
+                    && outcome.redeliveries_used <= best.redeliveries_max
+                    && outcome
+                        .violation
+                        .as_ref()
+                        .is_some_and(|v| v.message == self.best.message);
+                self.stage = if success && alike {
                     self.accept(&candidate, outcome);
                     Stage::Events(0, 0)
+                } else if !before {
+                    Stage::Hoist(at, true)
                 } else {
-                    Stage::Hoist(at + 1)
+                    Stage::Hoist(at + 1, false)
                 };
             }
             Stage::Done => unreachable!("no candidate runs once shrinking is done"),
@@ -963,11 +975,12 @@ fn shifted(mut schedule: Schedule, events: &[String]) -> Option<Schedule> {
 }
 
 /// The best schedule with its fault at `at`, made in a callee (`req-2#1/0`), moved to the
-/// caller's call that hosts the callee, as `crash_after` (`req-2#1` effect #0): the callee ran
-/// and its caller died before the answer. A crash inside a service binding's callee takes its
-/// caller with it, so the two often break the invariant alike, and the report then names the
-/// call the reader sees in the caller's code rather than a statement deep in the callee's.
-fn hoisted(best: &Schedule, at: usize) -> Option<Schedule> {
+/// caller's call that hosts the callee (`req-2#1` effect #0): as `crash_after` (the callee ran
+/// and its caller died before the answer) or, with `before`, as `crash_before` (the callee never
+/// ran). A crash inside a service binding's callee takes its caller with it, so one of the two
+/// often breaks the invariant alike, and the report then names the call the reader sees in the
+/// caller's code rather than a statement deep in the callee's.
+fn hoisted(best: &Schedule, at: usize, before: bool) -> Option<Schedule> {
     let fault = &best.faults[at];
     let hash = fault.invocation.find('#')?;
     let (caller, effect) = fault.invocation[hash..].rsplit_once('/')?;
@@ -975,7 +988,11 @@ fn hoisted(best: &Schedule, at: usize) -> Option<Schedule> {
     let caller = format!("{}{caller}", &fault.invocation[..hash]);
     let mut schedule = best.clone();
     schedule.faults[at] = Fault {
-        kind: FaultKind::CrashAfter,
+        kind: if before {
+            FaultKind::CrashBefore
+        } else {
+            FaultKind::CrashAfter
+        },
         invocation: caller,
         event: fault.event,
         effect,
@@ -1125,6 +1142,97 @@ mod tests {
             )]
         );
         assert_eq!(best.redeliveries_max, 1);
+    }
+
+    /// A run of `req-2` with one redelivery, whose invariant breaks with the message `breaks`
+    /// gives the fault that fired, if any.
+    fn fault_oracle(schedule: &Schedule, breaks: fn(&Fault) -> Option<&'static str>) -> Outcome {
+        let fired: Vec<Fault> = schedule.faults.clone();
+        let message = fired.iter().find_map(breaks);
+        Outcome {
+            violation: message.map(|message| Violation {
+                invariant: "ledger".into(),
+                message: message.into(),
+            }),
+            redeliveries_used: schedule.redeliveries_max.min(1),
+            faults: fired,
+            redeliveries_refused: 0,
+            choices: vec![],
+            switches: vec![],
+            trace: vec![format!("{schedule:?}")],
+            fingerprint: fingerprint_of(schedule),
+        }
+    }
+
+    fn shrunk_faults(
+        fault: Fault,
+        breaks: fn(&Fault) -> Option<&'static str>,
+    ) -> Vec<(FaultKind, String, u32)> {
+        let original = Schedule {
+            base_seed: 7,
+            events: vec![1],
+            faults: vec![fault],
+            redeliveries_max: 1,
+            choices: vec![],
+        };
+        let first = fault_oracle(&original, breaks);
+        let mut shrinker = Shrinker::new(
+            original,
+            first.violation.clone().unwrap(),
+            first.fingerprint,
+            1_000,
+        );
+        while let Some(candidate) = shrinker.next_candidate() {
+            shrinker
+                .report(fault_oracle(&candidate.schedule, breaks))
+                .unwrap();
+        }
+        shrinker
+            .best()
+            .schedule
+            .faults
+            .iter()
+            .map(|f| (f.kind, f.invocation.clone(), f.effect))
+            .collect()
+    }
+
+    fn at(kind: FaultKind, invocation: &str, effect: u32) -> Fault {
+        Fault {
+            kind,
+            invocation: invocation.into(),
+            event: Some(1),
+            effect,
+            label: String::new(),
+        }
+    }
+
+    #[test]
+    fn keeps_a_crash_in_a_callee_when_the_callers_call_breaks_the_invariant_otherwise() {
+        // The half-done write in the callee is the bug found; a crash after the call makes the
+        // resend charge twice, which the report must not tell instead.
+        let breaks = |f: &Fault| match (f.kind, f.invocation.as_str(), f.effect) {
+            (_, "req-2#1/0", 1) => Some("a charge without its balance update"),
+            (FaultKind::CrashAfter, "req-2#1", 0) => Some("charged twice"),
+            _ => None,
+        };
+        assert_eq!(
+            shrunk_faults(at(FaultKind::CrashBefore, "req-2#1/0", 1), breaks),
+            vec![(FaultKind::CrashBefore, "req-2#1/0".to_string(), 1)]
+        );
+    }
+
+    #[test]
+    fn moves_a_crash_before_a_callees_first_call_to_before_the_callers_call() {
+        let breaks = |f: &Fault| match (f.kind, f.invocation.as_str(), f.effect) {
+            (FaultKind::CrashBefore, "req-2#1/0", 0) | (FaultKind::CrashBefore, "req-2#1", 0) => {
+                Some("the audit row is missing")
+            }
+            _ => None,
+        };
+        assert_eq!(
+            shrunk_faults(at(FaultKind::CrashBefore, "req-2#1/0", 0), breaks),
+            vec![(FaultKind::CrashBefore, "req-2#1".to_string(), 0)]
+        );
     }
 
     /// An alarm that sends each job the requests before `req-3` queued, one call each, and
