@@ -116,6 +116,14 @@ describe("Workers eutaxy has never seen", () => {
     );
   });
 
+  it("kills every Worker up a chain of service bindings with the callee that crashed", async () => {
+    const result = violated(await check(fixture("callee-crash/pay.gateway.sim.ts")));
+    expect(result.faults.map((f) => f.invocation)).toEqual(["req-1#1/0/0"]);
+    expect(result.trace).toContain(
+      "req-1#1 died with its callees req-1#1/0 and req-1#1/0/0: service bindings run them all on one thread",
+    );
+  });
+
   it("reports BOUNDED for the payments Worker that writes the charge and its key in one batch", async () => {
     expect((await check(fixture("callee-crash/pay.fixed.sim.ts"))).verdict).toBe("BOUNDED");
   });

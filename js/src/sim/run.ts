@@ -892,10 +892,20 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    * only loses the call). The client then gets no answer, as when the caller itself crashes.
    */
   private crash(invocation: Invocation): void {
+    const chain = [invocation];
     let machine = invocation;
-    while (machine.parent && machine.resource === undefined) machine = machine.parent;
-    if (machine === invocation) this.die(invocation);
-    else this.die(machine, `with its callee ${invocation.id}: a service binding runs both on one thread`);
+    while (machine.parent && machine.resource === undefined) {
+      machine = machine.parent;
+      chain.unshift(machine);
+    }
+    const callees = chain.slice(1).map((callee) => callee.id);
+    if (callees.length === 0) this.die(invocation);
+    else if (callees.length === 1) {
+      this.die(machine, `with its callee ${callees[0]}: a service binding runs both on one thread`);
+    } else {
+      const named = `${callees.slice(0, -1).join(", ")} and ${callees.at(-1)}`;
+      this.die(machine, `with its callees ${named}: service bindings run them all on one thread`);
+    }
   }
 
   die(invocation: Invocation, why?: string): void {
