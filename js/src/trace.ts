@@ -185,6 +185,12 @@ export function renderTrace(trace: readonly string[]): string {
   /** The indentation of the last line that was not a D1 statement; statements go under it. */
   let depthNow = 0;
   let inEffect = false;
+  /** The label of the last effect, whose statements may follow. */
+  let effectLabel = "";
+  /** Each effect's label by the id of the callee it hosts (`req-1#1/0`). */
+  const labels = new Map<string, string>();
+  /** The label of the effect that hosted the callee that ended last, while its caller goes on. */
+  let hostedBy = "DO:";
   let previous: Step | undefined;
   const line = (depth: number, text: string): void => {
     out.push(`${INDENT.repeat(depth)}${text}`);
@@ -277,7 +283,13 @@ export function renderTrace(trace: readonly string[]): string {
         line(depthNow + 2, `-> ${step.outcome}`);
         break;
       case "call":
-        line(depthNow + 1, step.text);
+        // A Durable Object's storage call is no part of an effect on another binding (a D1
+        // statement, a fetch): the object made it after that call came back, so it goes with the
+        // object's own steps.
+        if (step.text.startsWith("DO:") && !(inEffect ? effectLabel : hostedBy).startsWith("DO:")) {
+          line(depthNow, step.text);
+          inEffect = false;
+        } else line(depthNow + 1, step.text);
         break;
       case "outcome": {
         at(
@@ -306,8 +318,15 @@ export function renderTrace(trace: readonly string[]): string {
     }
     // An effect's statements follow it directly, and so do those of the callee it hosts; any
     // other step ends them.
-    if (step.kind === "effect") inEffect = true;
-    else if (!untitled && step.kind !== "host") inEffect = false;
+    if (step.kind === "effect") {
+      inEffect = true;
+      effectLabel = step.label;
+      labels.set(`${step.invocation}/${step.effect}`, step.label);
+    } else if (!untitled && step.kind !== "host") inEffect = false;
+    // After a callee's end, what the effect that hosted it was: the lines up to the caller's
+    // next step are the caller's own.
+    if (step.kind === "outcome") hostedBy = labels.get(step.invocation) ?? "DO:";
+    else if (!untitled) hostedBy = "DO:";
     previous = step;
   });
   return out.join("\n");

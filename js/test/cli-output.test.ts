@@ -405,6 +405,42 @@ describe("a run step by step", () => {
   });
 });
 
+describe("a Durable Object's storage calls in the step-by-step listing", () => {
+  it("sit with the object's own steps after a call on another binding came back", () => {
+    const text = renderTrace([
+      "deliver req-1#1",
+      "req-1#1 effect #0 DO:CART checkout: proceed",
+      "host req-1#1/0",
+      '  DO:Cart/"ann" storage.get("paid") -> undefined',
+      "req-1#1/0 effect #0 D1:DB run: proceed",
+      "  D1 DB: INSERT INTO t VALUES (1) -> 1 changed",
+      '  DO:Cart/"ann" storage.put("step", 1)',
+      "req-1#1/0 effect #1 Service:PAYMENTS charge: proceed",
+      "host req-1#1/0/1",
+      "req-1#1/0/1 returned 7",
+      '  DO:Cart/"ann" storage.put("paid", 7)',
+      "req-1#1/0 returned 7",
+      "req-1#1 answered 200 7",
+    ]);
+    expect(text.split("\n")).toEqual([
+      "deliver req-1#1",
+      "  effect #0 DO:CART checkout: proceed",
+      "    req-1#1/0, hosted by req-1#1 effect #0",
+      '      DO:Cart/"ann" storage.get("paid") -> undefined',
+      "      effect #0 D1:DB run: proceed",
+      "        D1 DB: INSERT INTO t VALUES (1)",
+      "          -> 1 changed",
+      '      DO:Cart/"ann" storage.put("step", 1)',
+      "      effect #1 Service:PAYMENTS charge: proceed",
+      "        req-1#1/0/1, hosted by req-1#1/0 effect #1",
+      "          returned 7",
+      '      DO:Cart/"ann" storage.put("paid", 7)',
+      "      returned 7",
+      "  answered 200 7",
+    ]);
+  });
+});
+
 describe("the steps of a long interleaved counterexample", () => {
   it("keep where one invocation's steps give way to another's, and say how many are left out", () => {
     // req-1 reads, req-2 runs 40 steps through, then req-1 writes what it read: the race.
