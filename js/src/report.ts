@@ -116,6 +116,10 @@ function interleaving(result: Extract<CheckResult, { verdict: "VIOLATED" }>): st
     if (step.kind === "outcome" && step.what === "answered") {
       return [`${step.invocation} answered ${step.detail.split(" ")[0]}`];
     }
+    // Platform work (an alarm, a cron tick) answers no one: its end says it went no further.
+    if (step.kind === "outcome" && step.what === "finished" && !step.invocation.includes("/")) {
+      return [`${step.invocation} finished`];
+    }
     // A request whose handler threw is answered 500 by the runtime.
     if (step.kind === "outcome" && step.what === "threw" && !step.invocation.includes("/")) {
       const error = step.detail.split("\n")[0] ?? "";

@@ -225,6 +225,11 @@ describe("an alarm that releases a hold a confirmation took while its notice was
     ]);
     const again = violated(await check(fixture("alarm-release/release.sim.ts")));
     expect(again.runSeed).toBe(result.runSeed);
+    // The report's steps end with the alarm's end: it answers no one, so nothing else would say
+    // it went no further.
+    expect(renderReport(result)).toContain(
+      "  alarm-1#1 effect #0 (fetch POST https://notify.example/hold-expired)\n  alarm-1#1 finished\n",
+    );
   });
 });
 

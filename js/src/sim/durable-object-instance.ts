@@ -420,6 +420,8 @@ async function deliverAlarm(
         }),
     });
     slot.runningAlarm = undefined;
+    // As a cron tick's: an alarm answers no one, so the trace says when it is done.
+    if (outcome.kind === "returned" && !outcome.diedAfter) run.trace(`${work}#${attempt} finished`);
     if (outcome.kind === "returned") break;
   }
   clearAlarm(slot.store, generation);
