@@ -46,8 +46,26 @@ export class SimDurableObjectId {
   }
 }
 
+/**
+ * Names' ids and namespaces' keys already derived: a Worker asks for the same few objects by name
+ * in every run, and Node's hashing objects cost more than the rest of a stub call. Past this many
+ * entries a cache starts over (names built from request data are new every time).
+ */
+const DERIVED_MAX = 4096;
+const keys = new Map<string, Buffer>();
+/** Per namespace, the hex of each name's id. */
+const namedHex = new Map<string, Map<string, string>>();
+
+function remember<V>(cache: Map<string, V>, key: string, value: V): V {
+  if (cache.size >= DERIVED_MAX) cache.clear();
+  cache.set(key, value);
+  return value;
+}
+
 function keyOf(namespace: string): Buffer {
-  return createHash("sha256").update(namespace, "utf8").digest();
+  return (
+    keys.get(namespace) ?? remember(keys, namespace, createHash("sha256").update(namespace, "utf8").digest())
+  );
 }
 
 function withMac(key: Buffer, first: Uint8Array): string {
@@ -57,9 +75,12 @@ function withMac(key: Buffer, first: Uint8Array): string {
 
 /** The id hex `idFromName(name)` gives in the namespace keyed `namespace`. */
 export function hexFromName(namespace: string, name: string): string {
+  const names = namedHex.get(namespace) ?? remember(namedHex, namespace, new Map<string, string>());
+  const known = names.get(name);
+  if (known !== undefined) return known;
   const key = keyOf(namespace);
   const first = createHmac("sha256", key).update(name, "utf8").digest().subarray(0, HALF_BYTES);
-  return withMac(key, first);
+  return remember(names, name, withMac(key, first));
 }
 
 export function idFromName(namespace: string, name: string): SimDurableObjectId {

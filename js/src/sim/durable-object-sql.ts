@@ -131,7 +131,7 @@ export class SimSqlStorage {
 
   exec<T extends Row = Row>(query: string, ...bindings: unknown[]): SimSqlCursor<T> {
     this.requireCurrent("sql.exec()");
-    const statements = splitStatements(String(query));
+    const statements = parsed(String(query));
     if (statements.length === 0) throw new Error("SQL code did not contain a statement.");
     if (statements.length > STATEMENTS_PER_EXEC_MAX) {
       throw new Error(`eutaxy runs at most ${STATEMENTS_PER_EXEC_MAX} statements per exec`);
@@ -140,10 +140,10 @@ export class SimSqlStorage {
     let last: D1RawResult | undefined;
     let rowsRead = 0;
     let rowsWritten = 0;
-    for (const [i, statement] of statements.entries()) {
-      refuseReserved(statement);
+    for (const [i, { sql, refused }] of statements.entries()) {
+      if (refused !== undefined) refuse(refused);
       const isLast = i === statements.length - 1;
-      last = sqlCall(() => this.store.run(statement, isLast ? params : []));
+      last = sqlCall(() => this.store.run(sql, isLast ? params : []));
       rowsRead += last.rowsRead;
       rowsWritten += last.rowsWritten;
     }
@@ -200,14 +200,43 @@ function toValue(cell: unknown): SqlValue {
   return cell as SqlValue;
 }
 
+/** One statement of an `exec`'s query, and why workerd refuses it, if it does. */
+interface ParsedStatement {
+  readonly sql: string;
+  readonly refused: Refusal | undefined;
+}
+
+type Refusal = "transaction" | "reserved";
+
 /**
- * Refuses what workerd's authorizer refuses: transaction statements (use `transactionSync`) and
- * names starting `_cf_`, which are Cloudflare's (the KV API's table among them).
+ * Queries already split and judged: an object runs the same few query texts in every run. Past
+ * this many the memory starts over (SQL built with its values in it is a new text every time).
  */
-function refuseReserved(statement: string): void {
+const PARSED_MAX = 4096;
+const parsedQueries = new Map<string, readonly ParsedStatement[]>();
+
+function parsed(query: string): readonly ParsedStatement[] {
+  const known = parsedQueries.get(query);
+  if (known !== undefined) return known;
+  const statements = splitStatements(query).map((sql) => ({ sql, refused: refusal(sql) }));
+  if (parsedQueries.size >= PARSED_MAX) parsedQueries.clear();
+  parsedQueries.set(query, statements);
+  return statements;
+}
+
+/**
+ * What workerd's authorizer refuses: transaction statements (use `transactionSync`) and names
+ * starting `_cf_`, which are Cloudflare's (the KV API's table among them).
+ */
+function refusal(statement: string): Refusal | undefined {
   const words = wordsOf(statement);
-  if (TRANSACTION_WORDS.has(words[0] ?? "")) throw new Error(TRANSACTION_REFUSED);
-  if (words.some((word) => word.startsWith("_CF_"))) throw new Error("not authorized: SQLITE_AUTH");
+  if (TRANSACTION_WORDS.has(words[0] ?? "")) return "transaction";
+  if (words.some((word) => word.startsWith("_CF_"))) return "reserved";
+  return undefined;
+}
+
+function refuse(refused: Refusal): never {
+  throw new Error(refused === "transaction" ? TRANSACTION_REFUSED : "not authorized: SQLITE_AUTH");
 }
 
 /**
