@@ -5,7 +5,8 @@
 //!
 //! The scenario's setup (schema, seed rows) runs once; `seal` then snapshots every database
 //! with `sqlite3_serialize`. A database opened after `seal` (during a run) starts empty and
-//! lives until the run ends: the next `restore` drops it.
+//! lives until the run ends: the next `restore` closes it, keeping its connection for the runs
+//! that open it again (see `reuse.rs`).
 //!
 //! `restore` brings every sealed database back at the start of each run. The fast way: each
 //! run executes inside one outer transaction that `restore` rolls back, so the connection and
@@ -35,6 +36,9 @@ use rusqlite::{Batch, Connection, ToSql, MAIN_DB};
 use crate::authorize;
 use crate::error::{Error, Result};
 use crate::script::{self, Position};
+
+mod reuse;
+use reuse::{Phase, Reuse};
 
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
@@ -277,7 +281,7 @@ pub struct Statement {
 struct Database {
     connection: Connection,
     /// The state every run starts from; `None` for a database opened during a run, which the
-    /// next `restore` drops.
+    /// next `restore` closes (starting empty when a run opens it again).
     snapshot: Option<Vec<u8>>,
     /// Whether runs may be reset by rollback: false when the schema behaves differently inside
     /// a transaction: it can roll one back (`ON CONFLICT ROLLBACK`, `RAISE(ROLLBACK)`), which
@@ -295,6 +299,9 @@ struct Database {
     /// How traces name the database, when the host named it (`DO:Room/"lobby" SQL` for a
     /// Durable Object's storage); `D1 <name>` otherwise.
     label: Option<String>,
+    /// For a database opened during a run, how it is kept for the next runs (see `reuse.rs`).
+    /// After `connection`, so that it outlives it (its `total_changes` reads it).
+    reuse: Option<Reuse>,
 }
 
 /// Whose SQL a statement is: a Worker's, which runs as D1 (or a Durable Object's SQL storage)
@@ -368,7 +375,102 @@ impl Database {
             size: SizeCache::default(),
             sized: true,
             label: None,
+            reuse: None,
         }
+    }
+
+    /// A database opened during a run: empty, kept for the next runs as `reuse.rs` says.
+    fn run_scoped(connection: Connection) -> rusqlite::Result<Self> {
+        let reuse = Reuse::new();
+        reuse::install(&connection, &reuse.counters)?;
+        let mut database = Self::new(connection, None);
+        database.reuse = Some(reuse);
+        Ok(database)
+    }
+
+    /// Leaves the record of a run-scoped database: from now on the run's statements execute on
+    /// the connection, inside the run's transaction, with the counters a connection opened for
+    /// this run would have. A run that left the prefix early gets a fresh connection that
+    /// replays the prefix up to there, and the prefix is cut there.
+    fn go_live(&mut self, name: &str) -> Result<()> {
+        let Some(reuse) = &mut self.reuse else {
+            return Ok(());
+        };
+        let cannot =
+            |e: rusqlite::Error| Error::new(format!("cannot reopen D1 database '{name}': {e}"));
+        match reuse.phase {
+            Phase::Live => return Ok(()),
+            Phase::Recording => {}
+            Phase::Replaying(n) => {
+                let (rowid, changes, total) = reuse.counters_after(n);
+                // SAFETY: the handle is this connection's, open, and used by this thread only.
+                let changes_now =
+                    unsafe { rusqlite::ffi::sqlite3_changes64(self.connection.handle()) };
+                if n < reuse.prefix.len() {
+                    let connection = reuse::without_drawing(fresh_connection).map_err(cannot)?;
+                    reuse.counters.changed_before.set(0);
+                    reuse.counters.changes.set(None);
+                    reuse::install(&connection, &reuse.counters).map_err(cannot)?;
+                    self.size = SizeCache::default();
+                    for recorded in &reuse.prefix[..n] {
+                        let result = run_statement(
+                            &connection,
+                            recorded.sql(),
+                            recorded.params(),
+                            &mut self.size,
+                            false,
+                        )
+                        .map_err(|e| Error::new(d1_message(&e)))?;
+                        debug_assert_eq!(
+                            result, recorded.result,
+                            "a replayed statement answered otherwise"
+                        );
+                    }
+                    reuse.prefix.truncate(n);
+                    self.connection = connection;
+                } else {
+                    let connection = &self.connection;
+                    // SAFETY: as above.
+                    unsafe {
+                        rusqlite::ffi::sqlite3_set_last_insert_rowid(connection.handle(), rowid)
+                    };
+                    let counters = &reuse.counters;
+                    counters
+                        .changed_before
+                        .set(connection.total_changes() as i64 - total);
+                    counters
+                        .changes
+                        .set((changes_now != changes).then_some(changes));
+                }
+            }
+        }
+        reuse.phase = Phase::Live;
+        if !reuse.spoiled {
+            execute_cached(&self.connection, "BEGIN").map_err(cannot)?;
+            self.in_run_transaction = true;
+        }
+        Ok(())
+    }
+
+    /// Ends a run of a run-scoped database: whether it is kept for the next run, where it will
+    /// start from its record.
+    fn end_run(&mut self) -> bool {
+        let Some(reuse) = &mut self.reuse else {
+            return false;
+        };
+        let kept = match reuse.phase {
+            Phase::Recording | Phase::Replaying(_) => !reuse.spoiled,
+            Phase::Live => {
+                !reuse.spoiled
+                    && self.in_run_transaction
+                    && !self.connection.is_autocommit()
+                    && execute_cached(&self.connection, "ROLLBACK").is_ok()
+            }
+        };
+        reuse.phase = Phase::Replaying(0);
+        self.in_run_transaction = false;
+        self.size.bytes = None;
+        kept
     }
 
     /// Refuses a Worker's statement as workerd does (see `authorize.rs`). What is refused depends
@@ -402,7 +504,7 @@ impl Database {
     /// being outside one commits it first, so that it behaves exactly as in a connection of
     /// its own; the next `restore` then reloads the snapshot.
     fn before(&mut self, sql: &str) -> Result<bool> {
-        let outside = steps_outside(sql);
+        let outside = steps_outside(sql) || (self.reuse.is_some() && reuse::defers(sql));
         if outside {
             // A pragma may change the page size.
             self.size = SizeCache::default();
@@ -559,6 +661,17 @@ fn enforce_foreign_keys(connection: &Connection) -> rusqlite::Result<()> {
     connection.execute_batch("PRAGMA foreign_keys = ON")
 }
 
+/// An empty database as D1 and a Durable Object's storage start.
+fn fresh_connection() -> rusqlite::Result<Connection> {
+    use_simulation_clock();
+    let connection = Connection::open_in_memory()?;
+    // D1's page size (SQLite's default); the wasm build of SQLite defaults to 8 KiB pages,
+    // which doubles what the run's transaction journals for every page it first writes.
+    connection.execute_batch("PRAGMA page_size = 4096")?;
+    enforce_foreign_keys(&connection)?;
+    Ok(connection)
+}
+
 fn execute_cached(connection: &Connection, sql: &str) -> rusqlite::Result<()> {
     connection.prepare_cached(sql)?.execute([]).map(|_| ())
 }
@@ -566,6 +679,11 @@ fn execute_cached(connection: &Connection, sql: &str) -> rusqlite::Result<()> {
 #[derive(Default)]
 pub struct Databases {
     databases: BTreeMap<String, Database>,
+    /// Databases opened during earlier runs, closed for this one until it opens them again.
+    kept: BTreeMap<String, Database>,
+    /// Tests compare kept stores with stores opened afresh in every run, as before.
+    #[cfg(test)]
+    fresh_every_run: bool,
     sealed: bool,
     /// The Worker statements `Database::authorize` let run, each judged once for the check.
     allowed: HashSet<String>,
@@ -601,20 +719,32 @@ impl Databases {
         }
         let cannot =
             |e: rusqlite::Error| Error::new(format!("cannot open D1 database '{name}': {e}"));
-        use_simulation_clock();
-        let connection = Connection::open_in_memory().map_err(cannot)?;
-        // D1's page size (SQLite's default); the wasm build of SQLite defaults to 8 KiB pages,
-        // which doubles what the run's transaction journals for every page it first writes.
-        connection
-            .execute_batch("PRAGMA page_size = 4096")
-            .map_err(cannot)?;
-        enforce_foreign_keys(&connection).map_err(cannot)?;
-        let mut database = Database::new(connection, None);
+        let mut database = if let Some(mut database) = self.kept.remove(name) {
+            reuse::draw_as_open();
+            database.label = label.map(str::to_string);
+            self.databases.insert(name.to_string(), database);
+            return Ok(());
+        } else if self.sealed && !self.opens_fresh() {
+            let connection = reuse::opening(fresh_connection).map_err(cannot)?;
+            Database::run_scoped(connection).map_err(cannot)?
+        } else {
+            Database::new(fresh_connection().map_err(cannot)?, None)
+        };
         // Only a Durable Object's store is named by the host (see `Databases::shown`).
         database.sized = label.is_none();
         database.label = label.map(str::to_string);
         self.databases.insert(name.to_string(), database);
         Ok(())
+    }
+
+    #[cfg(test)]
+    fn opens_fresh(&self) -> bool {
+        self.fresh_every_run
+    }
+
+    #[cfg(not(test))]
+    fn opens_fresh(&self) -> bool {
+        false
     }
 
     /// How traces name database `name`: the label the host gave it, else `D1 <name>`.
@@ -630,6 +760,7 @@ impl Databases {
     /// says where in `sql` that is too (see `SetupError`).
     /// A database opened during a run can be set up too, until the run ends.
     pub fn setup(&mut self, name: &str, sql: &str) -> std::result::Result<(), SetupError> {
+        self.database_mut(name)?.go_live(name)?;
         let database = self.database(name)?;
         if database.snapshot.is_some() {
             return Err(Error::new(format!(
@@ -691,8 +822,20 @@ impl Databases {
     /// during the last run.
     pub fn restore(&mut self) -> Result<()> {
         assert!(self.sealed, "restore before seal");
-        self.databases
-            .retain(|_, database| database.snapshot.is_some());
+        let opened: Vec<String> = self
+            .databases
+            .iter()
+            .filter(|(_, database)| database.snapshot.is_none())
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in opened {
+            let Some(mut database) = self.databases.remove(&name) else {
+                continue;
+            };
+            if database.end_run() && self.kept.len() < reuse::KEPT_MAX && reuse::can_keep() {
+                self.kept.insert(name, database);
+            }
+        }
         for (name, database) in &mut self.databases {
             database.restore(name)?;
         }
@@ -741,12 +884,34 @@ impl Databases {
         source: Source,
     ) -> Result<RawResult> {
         let (database, allowed) = self.database_and_allowed(name)?;
+        let mut recording = false;
+        if let Some(reuse) = &mut database.reuse {
+            if let Some(result) = reuse.replay(source, sql, params) {
+                return Ok(result);
+            }
+            recording =
+                reuse.phase == Phase::Recording && !steps_outside(sql) && reuse::repeatable(sql);
+            if !recording {
+                database.go_live(name)?;
+            }
+        }
         if source == Source::Worker {
-            database.authorize(sql, allowed)?;
+            if let Err(e) = database.authorize(sql, allowed) {
+                // A refused statement touches nothing; the next one is not the prefix's.
+                if recording {
+                    database.go_live(name)?;
+                }
+                return Err(e);
+            }
         }
         let outside = database.before(sql)?;
         let own = source == Source::Worker && outside && database.connection.is_autocommit();
         let sized = source == Source::Worker && database.sized;
+        let (prng_before, total_before) = if recording {
+            (reuse::prng_peek(), database.connection.total_changes())
+        } else {
+            (Vec::new(), 0)
+        };
         let result = in_own_transaction(
             &database.connection,
             own,
@@ -754,6 +919,24 @@ impl Databases {
             StatementError::Sqlite,
         )?;
         database.after();
+        if recording {
+            let Database {
+                connection, reuse, ..
+            } = database;
+            let reuse = reuse.as_mut().expect("recording a run-scoped database");
+            match &result {
+                // A statement that drew randomness answers otherwise in another run.
+                Ok(ran) if reuse::prng_peek() == prng_before => {
+                    reuse.record(source, sql, params, ran, connection);
+                }
+                Ok(_) => reuse.spoiled = true,
+                // A failed statement may have kept rows it changed (`OR FAIL`).
+                Err(_) => reuse.spoiled = connection.total_changes() != total_before,
+            }
+            if reuse.phase == Phase::Recording && (result.is_err() || reuse.spoiled) {
+                database.go_live(name)?;
+            }
+        }
         result.map_err(|e| Error::new(d1_message(&e)))
     }
 
@@ -776,6 +959,7 @@ impl Databases {
             )));
         }
         let (database, allowed) = self.database_and_allowed(name)?;
+        database.go_live(name)?;
         if source == Source::Worker {
             for (index, statement) in statements.iter().enumerate() {
                 database
@@ -807,6 +991,7 @@ impl Databases {
     /// steps outside the run's transaction runs in a transaction of its own.
     pub fn exec_as(&mut self, name: &str, sql: &str, source: Source) -> Result<u64> {
         let database = self.database_mut(name)?;
+        database.go_live(name)?;
         let worker = source == Source::Worker;
         let outside = database.before(sql)?;
         let own = worker && outside && database.connection.is_autocommit();
