@@ -971,12 +971,7 @@ impl Databases {
             database.before(&statement.sql)?;
         }
         let sized = source == Source::Worker && database.sized;
-        let result = run_batch(
-            &mut database.connection,
-            statements,
-            &mut database.size,
-            sized,
-        );
+        let result = run_batch(&database.connection, statements, &mut database.size, sized);
         database.after();
         result
     }
@@ -1151,21 +1146,24 @@ fn schema_needs_own_transactions(connection: &Connection) -> rusqlite::Result<bo
 }
 
 fn run_batch(
-    connection: &mut Connection,
+    connection: &Connection,
     statements: &[Statement],
     size: &mut SizeCache,
     sized: bool,
 ) -> Result<Vec<RawResult>> {
-    let savepoint = connection
-        .savepoint()
-        .map_err(|e| Error::new(d1_message(&StatementError::Sqlite(e))))?;
+    // Cached statements rather than rusqlite's `Savepoint`, which prepares its statements
+    // afresh every time: a Durable Object's storage writes are batches.
+    let failed = |e: rusqlite::Error| Error::new(d1_message(&StatementError::Sqlite(e)));
+    execute_cached(connection, "SAVEPOINT _eutaxy_batch").map_err(failed)?;
     let mut results = Vec::with_capacity(statements.len());
     for (index, statement) in statements.iter().enumerate() {
-        match run_statement(&savepoint, &statement.sql, &statement.params, size, sized) {
+        match run_statement(connection, &statement.sql, &statement.params, size, sized) {
             Ok(result) => results.push(result),
-            // Dropping the savepoint rolls it back.
             Err(e) => {
                 size.bytes = None;
+                // Nothing to undo if SQLite already rolled the transaction back.
+                let _ = execute_cached(connection, "ROLLBACK TO _eutaxy_batch")
+                    .and_then(|()| execute_cached(connection, "RELEASE _eutaxy_batch"));
                 return Err(Error::new(format!(
                     "statement {}: {}",
                     index + 1,
@@ -1174,9 +1172,7 @@ fn run_batch(
             }
         }
     }
-    savepoint
-        .commit()
-        .map_err(|e| Error::new(d1_message(&StatementError::Sqlite(e))))?;
+    execute_cached(connection, "RELEASE _eutaxy_batch").map_err(failed)?;
     Ok(results)
 }
 
