@@ -124,6 +124,18 @@ describe("Workers eutaxy has never seen", () => {
     );
   });
 
+  it("lets a Durable Object finish the call of a caller that died, unheard", async () => {
+    // The Worker dies at its own statement while the object's call is in flight: the object
+    // runs where it lives and records both entries, as Cloudflare lets it finish.
+    const file = fixture("caller-death/tally.sim.ts");
+    const found = violated(await check(file));
+    const base = found.runSeed.split(":")[0];
+    const result = await check(file, { replay: `${base}:1:B1.1@1:0` });
+    expect(result.verdict).toBe("HELD");
+    expect(result.trace).toContain('req-1#1/0 returned "recorded", which reaches no one: its caller died');
+    expect(result.trace).toContain("  D1 DB: SELECT count(*) AS n FROM tally -> 1 rows (2)");
+  });
+
   it("reports BOUNDED for the payments Worker that writes the charge and its key in one batch", async () => {
     expect((await check(fixture("callee-crash/pay.fixed.sim.ts"))).verdict).toBe("BOUNDED");
   });

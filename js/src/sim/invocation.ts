@@ -8,6 +8,7 @@
 import type { FootprintEntry } from "../engine.ts";
 import { SimulationError } from "../errors.ts";
 import type { EffectOptions, EffectScope } from "./effect-scope.ts";
+import { lostConnection } from "./rpc-errors.ts";
 
 /** A limit on the effects of one invocation, so a Worker looping over a binding ends. */
 export const EFFECTS_PER_INVOCATION_MAX = 10_000;
@@ -61,10 +62,12 @@ export class Invocation implements EffectScope {
   /** Callees this invocation hosts that are still live; they die with it. */
   readonly callees = new Set<Invocation>();
   /**
-   * Set when the Durable Object instance it was serving a call on was reset under it: its caller
-   * got the reset's error then, so what it answers now reaches no one (see `orphan`).
+   * Set when the Durable Object instance it was serving a call on was reset under it (its caller
+   * got the reset's error then), or when its caller died: what it answers now reaches no one
+   * (see `orphan`). `orphanedBecause` says which, as the trace words it.
    */
   orphaned = false;
+  orphanedBecause = "its object was reset";
   private effects = 0;
   private readonly onDeath: (() => void)[] = [];
   private onCancel: ((error: Error) => void) | undefined;
@@ -160,13 +163,15 @@ export class Invocation implements EffectScope {
   }
 
   /**
-   * The Durable Object instance this invocation serves a call on was reset: whoever awaits the
-   * invocation gets `error` now, as Cloudflare fails every call in flight to a reset object. The
-   * invocation itself lives on unless it is killed as well; what it answers reaches no one.
+   * The Durable Object instance this invocation serves a call on was reset, or the invocation
+   * that called it died: whoever awaits the invocation gets `error` now, as Cloudflare fails
+   * every call in flight to a reset object. The invocation itself lives on unless it is killed as
+   * well; what it answers reaches no one.
    */
-  orphan(error: Error): void {
+  orphan(error: Error, because?: string): void {
     if (!this.live || this.orphaned) return;
     this.orphaned = true;
+    if (because !== undefined) this.orphanedBecause = because;
     this.onOrphan?.(error);
   }
 
@@ -181,11 +186,18 @@ export class Invocation implements EffectScope {
     this.onCancel?.(error);
   }
 
-  /** The invocation dies: it never answers, its parked effects never run, its callees die. */
+  /**
+   * The invocation dies: it never answers, its parked effects never run, its callees die. A
+   * Durable Object's invocation serving one of its calls is no callee of its machine: the object
+   * runs on where it lives, unheard, as Cloudflare lets an object finish after its client left.
+   */
   kill(): void {
     if (!this.live) return;
     this.state = "dead";
-    for (const callee of this.callees) callee.kill();
+    for (const callee of this.callees) {
+      if (callee.resource === undefined) callee.kill();
+      else callee.orphan(lostConnection(), "its caller died");
+    }
     this.callees.clear();
     this.parent?.callees.delete(this);
     for (const callback of this.onDeath.splice(0)) callback();

@@ -739,7 +739,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
 
   /** How an orphaned invocation ended (see `Invocation.orphan`), which nobody waits for any more. */
   private traceUnheard(invocation: Invocation, ended: string): void {
-    if (this.tracing) this.trace(`${invocation.id} ${ended}, which reaches no one: its object was reset`);
+    if (this.tracing)
+      this.trace(`${invocation.id} ${ended}, which reaches no one: ${invocation.orphanedBecause}`);
   }
 
   private spawn(id: string, worker: SimWorker, parent: Invocation | undefined): Invocation {
