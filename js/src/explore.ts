@@ -27,7 +27,7 @@ import { KV_SCHEMA } from "./sim/kv.ts";
 import { withAnyMigrationsHint, withMigrationsHint } from "./sim/migrations-hint.ts";
 import { GLOBAL_SCOPE, refusedAtImport } from "./sim/outbound.ts";
 import { QUEUE_SCHEMA } from "./sim/queues.ts";
-import { Run } from "./sim/run.ts";
+import { loggedText, Run } from "./sim/run.ts";
 import { runtimeModules } from "./sim/runtime-modules.ts";
 import { d1Store } from "./sim/store-names.ts";
 import type { SimWorker, World } from "./sim/world.ts";
@@ -205,10 +205,15 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
       if (plan.phase === "explore") reach.add(run);
       if (plan.trace) engine.trace(FINAL_STATE);
       const endedAtMs = run.nowMs();
-      // The scenario's invariants read the run's clock as it ended, and randomness of the run's.
+      // The scenario's invariants read the run's clock as it ended, and randomness of the run's;
+      // what they log is the run's too (kept with a traced run, never printed: the check's
+      // output, --json included, stays the check's).
       const asOfRunEnd = activate({
         fillRandom: (buf) => engine.fillRandom(INVARIANTS_STREAM, buf),
         nowMs: () => endedAtMs,
+        log: (level, args) => {
+          if (plan.trace) engine.trace(`invariants console.${level}: ${loggedText(args)}`);
+        },
       });
       let violation: ReturnType<typeof hostViolation>;
       try {

@@ -131,7 +131,7 @@ describe("Workers eutaxy has never seen", () => {
     const found = violated(await check(file));
     const base = found.runSeed.split(":")[0];
     const result = await check(file, { replay: `${base}:1:B1.1@1:0` });
-    expect(result.verdict).toBe("HELD");
+    if (result.verdict !== "HELD") throw new Error(`expected the replay to hold, got ${result.verdict}`);
     expect(result.trace).toContain('req-1#1/0 returned "recorded", which reaches no one: its caller died');
     expect(result.trace).toContain("  D1 DB: SELECT count(*) AS n FROM tally -> 1 rows (2)");
   });

@@ -58,6 +58,19 @@ function faultless(runSeed: string): string {
 
 // ---------------------------------------------------------------------------------------------
 
+describe("what an invariant logs", () => {
+  it("stays out of the check's output, --json included, and is kept with the traced run", () => {
+    const { code, stdout } = eutaxy([
+      "check",
+      `${root}js/test/fixtures/invariant-log/logged.sim.ts`,
+      "--json",
+    ]);
+    expect(code).toBe(1);
+    const result = JSON.parse(stdout) as { trace: string[] };
+    expect(result.trace).toContain("invariants console.log: charges: 2");
+  });
+});
+
 describe("--json follows docs/eutaxy.check.v1.schema.json", () => {
   const schema = JSON.parse(readFileSync(`${root}docs/eutaxy.check.v1.schema.json`, "utf8")) as {
     properties: Record<string, unknown>;

@@ -192,8 +192,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
 
   log(level: string, args: readonly unknown[]): void {
     if (!this.tracing) return;
-    const text = args.map((arg) => (typeof arg === "string" ? arg : describeLogged(arg))).join(" ");
-    this.trace(`${this.running?.id ?? "init"} console.${level}: ${text}`);
+    this.trace(`${this.running?.id ?? "init"} console.${level}: ${loggedText(args)}`);
   }
 
   outside<T>(start: () => Promise<T>): Promise<T> {
@@ -1022,6 +1021,11 @@ function footprintOf(effect: ParkedEffect): FootprintEntry[] {
 }
 
 /** A logged value that is not a string: an error by its name and message, the rest as JSON. */
+/** What a `console` call wrote, as a trace line shows it. */
+export function loggedText(args: readonly unknown[]): string {
+  return args.map((arg) => (typeof arg === "string" ? arg : describeLogged(arg))).join(" ");
+}
+
 function describeLogged(value: unknown): string {
   return value instanceof Error ? `${value.name}: ${value.message}` : summarize(value);
 }
