@@ -21,7 +21,7 @@ import { InputError, SimulationError, shown, shownConfig } from "./errors.ts";
 import { plural } from "./report.ts";
 import type { ClientResponse } from "./sim/context.ts";
 import { finalState, hostViolation } from "./sim/final-state.ts";
-import { activate, real } from "./sim/globals.ts";
+import { activate, notSimulatedMessage, real } from "./sim/globals.ts";
 import { hasHandler, namedEntrypoints } from "./sim/handlers.ts";
 import { KV_SCHEMA } from "./sim/kv.ts";
 import { withAnyMigrationsHint, withMigrationsHint } from "./sim/migrations-hint.ts";
@@ -417,8 +417,10 @@ function ordinal(n: number): string {
   return `${n}${suffix}`;
 }
 
-/** A failed answer as a warning quotes it: the exception the delivery threw, else the answer. */
-/** How a delivery ended, as a warning quotes it: `req-1#1 answered 404 "Not found"`. */
+/**
+ * How a delivery ended, as a warning quotes it: the exception it threw, else its answer
+ * (`req-1#1 answered 404 "Not found"`).
+ */
 function failureOf(response: ClientResponse, firstThrow: Run["firstThrow"]): string {
   const invocation = `${response.event}#${response.delivery}`;
   if (response.status === 0) return `${invocation} got no answer`;
@@ -582,7 +584,7 @@ function probeModules(engine: Engine, world: World): void {
 /** What a module that uses an API eutaxy does not simulate (the Cache API) as it loads throws. */
 class NotSimulatedAtImport extends Error {
   constructor(readonly what: string) {
-    super(`the Worker used ${what}, which eutaxy does not simulate yet`);
+    super(notSimulatedMessage("the Worker", what));
   }
 }
 
@@ -590,10 +592,7 @@ class NotSimulatedAtImport extends Error {
 function notSimulatedAtImport(worker: SimWorker, error: NotSimulatedAtImport): InputError {
   const at = worker.module.whereThrown(error);
   const where = at === undefined ? shown(worker.entry) : `${shown(at.file)}:${at.line}:${at.column}`;
-  return new InputError(
-    where,
-    `Worker ${worker.name} used ${error.what}, which eutaxy does not simulate yet; the check cannot go on without it`,
-  );
+  return new InputError(where, notSimulatedMessage(`Worker ${worker.name}`, error.what));
 }
 
 /**

@@ -397,13 +397,15 @@ export function uncaughtInPromise(reason: unknown, promise?: Promise<unknown>): 
   source?.log?.("error", ["Uncaught (in promise)", reason]);
 }
 
+/** What the check says when `who` (`Worker api`) used `what`, which eutaxy does not simulate. */
+export function notSimulatedMessage(who: string, what: string): string {
+  return `${who} used ${what}, which eutaxy does not simulate yet; the check cannot go on without it`;
+}
+
 /** Ends the check because the Worker reached `what`, a workerd API eutaxy does not simulate. */
 export function notSimulated(what: string): never {
   return endCheck(
-    source?.notSimulated?.(what) ??
-      new SimulationError(
-        `the Worker used ${what}, which eutaxy does not simulate yet; the check cannot go on without it`,
-      ),
+    source?.notSimulated?.(what) ?? new SimulationError(notSimulatedMessage("the Worker", what)),
   );
 }
 

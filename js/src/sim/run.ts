@@ -39,7 +39,7 @@ import type {
 } from "./context.ts";
 import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
 import { buildEnv } from "./env.ts";
-import { activate, type DeterminismSource, real, stepped } from "./globals.ts";
+import { activate, type DeterminismSource, notSimulatedMessage, real, stepped } from "./globals.ts";
 import { type EffectSink, Invocation, type ParkedEffect } from "./invocation.ts";
 import { GLOBAL_SCOPE, outboundFetch } from "./outbound.ts";
 import { lostConnection, rethrownOverRpc } from "./rpc-errors.ts";
@@ -370,10 +370,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
 
   notSimulated(what: string): Error {
     const worker = this.currentWorker();
-    return new InputError(
-      worker.entry,
-      `Worker ${worker.name} used ${what}, which eutaxy does not simulate yet; the check cannot go on without it`,
-    );
+    return new InputError(worker.entry, notSimulatedMessage(`Worker ${worker.name}`, what));
   }
 
   /** The Worker whose code is running: an invocation's, or the one whose module is being evaluated. */
@@ -892,13 +889,13 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    * only loses the call). The client then gets no answer, as when the caller itself crashes.
    */
   private crash(invocation: Invocation): void {
-    const chain = [invocation];
+    // The callees the crash takes with it, from the caller's down to `invocation`.
+    const callees: string[] = [];
     let machine = invocation;
     while (machine.parent && machine.resource === undefined) {
+      callees.unshift(machine.id);
       machine = machine.parent;
-      chain.unshift(machine);
     }
-    const callees = chain.slice(1).map((callee) => callee.id);
     if (callees.length === 0) this.die(invocation);
     else if (callees.length === 1) {
       this.die(machine, `with its callee ${callees[0]}: a service binding runs both on one thread`);
@@ -1020,12 +1017,12 @@ function footprintOf(effect: ParkedEffect): FootprintEntry[] {
   return footprint;
 }
 
-/** A logged value that is not a string: an error by its name and message, the rest as JSON. */
 /** What a `console` call wrote, as a trace line shows it. */
 export function loggedText(args: readonly unknown[]): string {
   return args.map((arg) => (typeof arg === "string" ? arg : describeLogged(arg))).join(" ");
 }
 
+/** A logged value that is not a string: an error by its name and message, the rest as JSON. */
 function describeLogged(value: unknown): string {
   return value instanceof Error ? `${value.name}: ${value.message}` : summarize(value);
 }
