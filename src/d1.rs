@@ -38,7 +38,7 @@ use crate::error::{Error, Result};
 use crate::script::{self, Position};
 
 mod reuse;
-use reuse::{Phase, Reuse};
+use reuse::{Counters, Phase, Reuse};
 
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
@@ -300,8 +300,11 @@ struct Database {
     /// Durable Object's storage); `D1 <name>` otherwise.
     label: Option<String>,
     /// For a database opened during a run, how it is kept for the next runs (see `reuse.rs`).
-    /// After `connection`, so that it outlives it (its `total_changes` reads it).
     reuse: Option<Reuse>,
+    /// What the connection's `changes()` and `total_changes()` read, so that a run reads them
+    /// as on a connection opened for it. Boxed, as the connection's functions read it by
+    /// address, and after `connection`, so that it outlives it.
+    counters: Box<Counters>,
 }
 
 /// Whose SQL a statement is: a Worker's, which runs as D1 (or a Durable Object's SQL storage)
@@ -365,26 +368,27 @@ impl SizeCache {
 }
 
 impl Database {
-    fn new(connection: Connection, snapshot: Option<Vec<u8>>) -> Self {
+    fn new(connection: Connection) -> rusqlite::Result<Self> {
         connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
-        Self {
+        let counters = Box::<Counters>::default();
+        reuse::install(&connection, &counters)?;
+        Ok(Self {
             connection,
-            snapshot,
+            snapshot: None,
             rollback_safe: false,
             in_run_transaction: false,
             size: SizeCache::default(),
             sized: true,
             label: None,
             reuse: None,
-        }
+            counters,
+        })
     }
 
     /// A database opened during a run: empty, kept for the next runs as `reuse.rs` says.
     fn run_scoped(connection: Connection) -> rusqlite::Result<Self> {
-        let reuse = Reuse::new();
-        reuse::install(&connection, &reuse.counters)?;
-        let mut database = Self::new(connection, None);
-        database.reuse = Some(reuse);
+        let mut database = Self::new(connection)?;
+        database.reuse = Some(Reuse::new());
         Ok(database)
     }
 
@@ -408,9 +412,9 @@ impl Database {
                     unsafe { rusqlite::ffi::sqlite3_changes64(self.connection.handle()) };
                 if n < reuse.prefix.len() {
                     let connection = reuse::without_drawing(fresh_connection).map_err(cannot)?;
-                    reuse.counters.changed_before.set(0);
-                    reuse.counters.changes.set(None);
-                    reuse::install(&connection, &reuse.counters).map_err(cannot)?;
+                    self.counters.changed_before.set(0);
+                    self.counters.changes.set(None);
+                    reuse::install(&connection, &self.counters).map_err(cannot)?;
                     self.size = SizeCache::default();
                     for recorded in &reuse.prefix[..n] {
                         let result = run_statement(
@@ -434,7 +438,7 @@ impl Database {
                     unsafe {
                         rusqlite::ffi::sqlite3_set_last_insert_rowid(connection.handle(), rowid)
                     };
-                    let counters = &reuse.counters;
+                    let counters = &self.counters;
                     counters
                         .changed_before
                         .set(connection.total_changes() as i64 - total);
@@ -538,9 +542,12 @@ impl Database {
         self.in_run_transaction = false;
         self.size.bytes = None;
         if rolled_back {
-            // The last insert rowid is the connection's, not the database's.
+            // The last insert rowid and the counts of changes are the connection's, not the
+            // database's: the run reads them as on a connection of its own.
             // SAFETY: the handle is this connection's, open, and used by this thread only.
             unsafe { rusqlite::ffi::sqlite3_set_last_insert_rowid(self.connection.handle(), 0) };
+            let total = self.connection.total_changes() as i64;
+            self.counters.changed_before.set(total);
         } else {
             let mut connection = Connection::open_in_memory().map_err(cannot)?;
             connection
@@ -548,9 +555,12 @@ impl Database {
                 .map_err(cannot)?;
             connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
             enforce_foreign_keys(&connection).map_err(cannot)?;
+            self.counters.changed_before.set(0);
+            reuse::install(&connection, &self.counters).map_err(cannot)?;
             self.connection = connection;
             self.size = SizeCache::default();
         }
+        self.counters.changes.set(Some(0));
         if self.rollback_safe {
             execute_cached(&self.connection, "BEGIN").map_err(cannot)?;
             self.in_run_transaction = true;
@@ -728,7 +738,7 @@ impl Databases {
             let connection = reuse::opening(fresh_connection).map_err(cannot)?;
             Database::run_scoped(connection).map_err(cannot)?
         } else {
-            Database::new(fresh_connection().map_err(cannot)?, None)
+            Database::new(fresh_connection().map_err(cannot)?).map_err(cannot)?
         };
         // Only a Durable Object's store is named by the host (see `Databases::shown`).
         database.sized = label.is_none();
@@ -1579,6 +1589,60 @@ mod tests {
 
     fn text(databases: &mut Databases, sql: &str) -> Value {
         databases.run("DB", sql, &[]).unwrap().rows[0][0].clone()
+    }
+
+    /// `changes()`, `total_changes()` and `last_insert_rowid()` as the run's statements read
+    /// them: every run starts as a connection opened on the post-setup database would, whatever
+    /// the runs before it did, and whether it reuses the connection or reloads the snapshot.
+    #[test]
+    fn each_run_counts_changes_from_zero() {
+        let mut databases = sealed();
+        let counters = |databases: &mut Databases| {
+            let sql = "SELECT changes(), total_changes(), last_insert_rowid()";
+            databases
+                .run_as("payments/DB", sql, &[], Source::Worker)
+                .unwrap()
+                .rows[0]
+                .clone()
+        };
+        let int = |values: [i64; 3]| values.map(Value::Integer).to_vec();
+        let insert = |databases: &mut Databases, key: &str| {
+            let sql = "INSERT INTO charges (order_id, idempotency_key) VALUES ('o-2', ?1)";
+            let params = [Value::Text(key.to_string())];
+            databases
+                .run_as("payments/DB", sql, &params, Source::Worker)
+                .unwrap();
+        };
+        for run in 0..3 {
+            databases.restore().unwrap();
+            assert_eq!(counters(&mut databases), int([0, 0, 0]), "run {run} starts");
+            insert(&mut databases, "k-2");
+            insert(&mut databases, "k-3");
+            assert_eq!(
+                counters(&mut databases),
+                int([1, 2, 3]),
+                "run {run} after two inserts"
+            );
+            databases
+                .run_as(
+                    "payments/DB",
+                    "UPDATE charges SET amount = 1",
+                    &[],
+                    Source::Worker,
+                )
+                .unwrap();
+            assert_eq!(
+                counters(&mut databases),
+                int([3, 5, 3]),
+                "run {run} after the update"
+            );
+            if run == 1 {
+                // Steps outside the run's transaction: the next run reloads the snapshot.
+                databases
+                    .run_as("payments/DB", "PRAGMA optimize", &[], Source::Worker)
+                    .unwrap();
+            }
+        }
     }
 
     #[test]

@@ -127,11 +127,10 @@ pub(super) struct Reuse {
     /// The connection no longer holds the prefix's state outside the run's transaction (a
     /// recorded statement drew randomness or failed having changed rows): drop it with the run.
     pub(super) spoiled: bool,
-    /// Boxed: the connection's functions read them by address.
-    pub(super) counters: Box<Counters>,
 }
 
-/// What `total_changes()` and `changes()` read on a kept connection, so that they answer as
+/// What `total_changes()` and `changes()` read on a connection kept from run to run (a D1
+/// database's, rolled back after each run, or a Durable Object's store), so that they answer as
 /// on a connection opened for the run: SQLite cannot set either.
 #[derive(Default)]
 pub(super) struct Counters {
@@ -148,7 +147,6 @@ impl Reuse {
             prefix: Vec::new(),
             phase: Phase::Recording,
             spoiled: false,
-            counters: Box::default(),
         }
     }
 
