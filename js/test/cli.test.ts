@@ -408,6 +408,8 @@ describe("a Worker that logs", () => {
     expect(result.verdict).toBe("VIOLATED");
     expect(result.trace).toContain('req-1#1 console.log: greeting /hi {"at":1767225600000}');
     expect(result.trace).toContain("req-1#1 console.error: RangeError: not really an error");
+    // Colour is the terminal's: the trace keeps the text.
+    expect(result.trace).toContain("req-1#1 console.log: --> GET /hi 200");
     // What the module logs as it loads is part of every run, before its first delivery.
     expect(result.trace).toContain("init console.log: loading the greeter");
     expect(run.stderr).toBe("");

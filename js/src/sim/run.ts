@@ -23,6 +23,7 @@
  * only when no step is left that could wake it.
  */
 
+import { stripVTControlCharacters } from "node:util";
 import type { OutboundRequest } from "../cloudflare.ts";
 import type { SimEvent } from "../drivers/event.ts";
 import { Decision, type Engine, type FootprintEntry, type RunPlan, type StepOption } from "../engine.ts";
@@ -1017,9 +1018,13 @@ function footprintOf(effect: ParkedEffect): FootprintEntry[] {
   return footprint;
 }
 
-/** What a `console` call wrote, as a trace line shows it. */
+/**
+ * What a `console` call wrote, as a trace line shows it: without the escape codes that colour it
+ * in a terminal (a request logger's), which the trace's reader sees in a file, JSON or a page.
+ */
 export function loggedText(args: readonly unknown[]): string {
-  return args.map((arg) => (typeof arg === "string" ? arg : describeLogged(arg))).join(" ");
+  const text = args.map((arg) => (typeof arg === "string" ? arg : describeLogged(arg))).join(" ");
+  return text.includes("\x1b") ? stripVTControlCharacters(text) : text;
 }
 
 /** A logged value that is not a string: an error by its name and message, the rest as JSON. */
