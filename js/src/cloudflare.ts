@@ -223,6 +223,13 @@ export interface HttpRequestSpec {
   /** An object is sent as JSON; a string as it is. */
   readonly body?: unknown;
   readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * When the client sends the request, in milliseconds after the run starts: the clock moves
+   * there once every invocation is done or waits for a time (a binding call takes none), and
+   * the timers and alarms due before it go first. Left out, the client sends it as soon as the
+   * request before it was sent. Not below an earlier request's.
+   */
+  readonly atMs?: number;
 }
 
 export interface HttpDriver {

@@ -19,6 +19,11 @@ export interface SimEvent {
    * orders it among the driver's deliveries), for interleaved runs; absent means unknown.
    */
   readonly footprint?: readonly FootprintEntry[];
+  /**
+   * When the event happens on the run's clock, if the driver says (a request sent `atMs` after
+   * the start): the run loop delivers it once the clock can move there (see `Run`).
+   */
+  readonly atMs?: number;
   /** Runs the event; `index` is its place among all the scenario's events (for the engine). */
   deliver(run: RunContext, index: number): Promise<void>;
 }

@@ -5,6 +5,7 @@
  */
 
 import type { HttpDriver, HttpRequestSpec, ResendStatus } from "../cloudflare.ts";
+import { CLOCK_START_MS } from "../engine.ts";
 import { type RunContext, statusMatches } from "../sim/context.ts";
 import { callHandler } from "../sim/handlers.ts";
 import { DELIVERY_ORDER, type SimEvent } from "./event.ts";
@@ -16,6 +17,7 @@ export function httpEvents(driver: HttpDriver, first: number): SimEvent[] {
     return {
       id,
       footprint: DELIVERY_ORDER,
+      ...(spec.atMs !== undefined ? { atMs: CLOCK_START_MS + spec.atMs } : {}),
       deliver: (run, index) => deliverRequest(run, index, id, request, driver.retries, driver.resendOn ?? []),
     };
   });

@@ -490,6 +490,21 @@ describe("loadScenario", () => {
       (s) => (s.drive.requests[0].headers = { a: 1 }),
       "drive.requests[0].headers.a must be a string",
     ],
+    [
+      "a request sent at a negative time",
+      (s) => (s.drive.requests[0].atMs = -1),
+      "drive.requests[0].atMs must be a non-negative integer",
+    ],
+    [
+      "a request sent before the one ahead of it",
+      (s) => (s.drive.requests = [{ path: "/a", atMs: 500 }, { path: "/b" }, { path: "/c", atMs: 100 }]),
+      "drive.requests[2].atMs is 100, before an earlier request's 500: the client sends its requests in order",
+    ],
+    [
+      "a request sent after ten years",
+      (s) => (s.drive.requests[0].atMs = 4e11),
+      "drive.requests[0].atMs is 400000000000: at most 315360000000 (ten years)",
+    ],
     ["negative retries", (s) => (s.drive.retries = -1), "drive.retries must be a non-negative integer"],
     ["fractional retries", (s) => (s.drive.retries = 1.5), "drive.retries must be a non-negative integer"],
     [

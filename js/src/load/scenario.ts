@@ -531,6 +531,17 @@ function readDriver(drive: Fields): Driver {
   drive.only("kind", "requests", "retries", "resendOn");
   const requests = drive.objects("requests").map(readRequest);
   if (requests.length === 0) invalid(`${drive.path("requests")} must not be empty`);
+  // The client sends its requests in order, so none is sent before an earlier one.
+  let sentAtMs = 0;
+  requests.forEach(({ atMs }, i) => {
+    if (atMs === undefined) return;
+    if (atMs < sentAtMs) {
+      invalid(
+        `${drive.path("requests")}[${i}].atMs is ${atMs}, before an earlier request's ${sentAtMs}: the client sends its requests in order`,
+      );
+    }
+    sentAtMs = atMs;
+  });
   const retries = drive.integer("retries", 0);
   if (drive.fields.resendOn === undefined) return { kind: "http", requests, retries };
   const resendOn = drive.array("resendOn").map((status, i): ResendStatus => {
@@ -545,17 +556,25 @@ function readDriver(drive: Fields): Driver {
   return { kind: "http", requests, retries, resendOn };
 }
 
+/** How late in a run a request may be sent: ten years, far past any expiry a Worker sets. */
+const SENT_AT_MS_MAX = 10 * 365 * 24 * 3600 * 1000;
+
 function readRequest(request: Fields): HttpRequestSpec {
-  request.only("path", "method", "body", "headers");
+  request.only("path", "method", "body", "headers", "atMs");
   const path = request.string("path");
   if (!path.startsWith("/")) invalid(`${request.path("path")} must start with "/"`);
   const method = request.optionalString("method");
   const headers = request.fields.headers === undefined ? undefined : readHeaders(request.object("headers"));
+  const atMs = request.fields.atMs === undefined ? undefined : request.integer("atMs", 0);
+  if (atMs !== undefined && atMs > SENT_AT_MS_MAX) {
+    invalid(`${request.path("atMs")} is ${atMs}: at most ${SENT_AT_MS_MAX} (ten years)`);
+  }
   return {
     path,
     ...(method !== undefined ? { method } : {}),
     ...(request.fields.body !== undefined ? { body: request.fields.body } : {}),
     ...(headers !== undefined ? { headers } : {}),
+    ...(atMs !== undefined ? { atMs } : {}),
   };
 }
 

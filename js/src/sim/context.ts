@@ -43,6 +43,11 @@ export interface PlatformWork {
    * consumer's `max_concurrency`): it waits, in order, until one of them is over.
    */
   readonly limit?: { readonly group: string; readonly max: number };
+  /**
+   * When the work is due on the run's clock (an alarm's time); undefined when it is due now.
+   * Asked only when a driver's event waits for a later time, which goes before work due after it.
+   */
+  dueMs?(): number | undefined;
   run(context: RunContext, id: string): Promise<void>;
 }
 

@@ -369,7 +369,14 @@ function notSimulated(what: string): Error {
 function alarmHooks(run: RunContext, slot: ObjectSlot): StorageHooks {
   return {
     alarmSet: (generation) =>
-      run.later({ kind: "alarm", run: (context, id) => deliverAlarm(context, slot, generation, id) }),
+      run.later({
+        kind: "alarm",
+        dueMs: () => {
+          const alarm = readAlarm(slot.store);
+          return alarm?.generation === generation ? alarm.time : undefined;
+        },
+        run: (context, id) => deliverAlarm(context, slot, generation, id),
+      }),
     requireAlarmHandler: () => {
       const prototype = (objectClass(run, slot.namespace) as { prototype?: Instance }).prototype;
       if (typeof prototype?.alarm !== "function") {

@@ -26,7 +26,14 @@
 import { stripVTControlCharacters } from "node:util";
 import type { OutboundRequest } from "../cloudflare.ts";
 import type { SimEvent } from "../drivers/event.ts";
-import { Decision, type Engine, type FootprintEntry, type RunPlan, type StepOption } from "../engine.ts";
+import {
+  CLOCK_START_MS,
+  Decision,
+  type Engine,
+  type FootprintEntry,
+  type RunPlan,
+  type StepOption,
+} from "../engine.ts";
 import { InputError, SimulationError } from "../errors.ts";
 import { isRpcTarget } from "./clone.ts";
 import { nodejsCompat } from "./compatibility.ts";
@@ -392,9 +399,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       for (const [at, index] of plan.events.entries()) {
         const event = this.events[index];
         if (!event) throw new Error(`the engine planned event ${index}, which the drivers do not have`);
+        this.sendAt(event);
         await event.deliver(this, index);
         const next = plan.events[at + 1];
-        await this.drainPlatformWork(next === undefined ? undefined : this.events[next]?.id);
+        await this.drainPlatformWork(next === undefined ? undefined : this.events[next]);
       }
     } finally {
       deactivate();
@@ -413,19 +421,34 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     }
   }
 
-  /** Runs the platform's work after an event, one invocation at a time; `next` is the event after it. */
-  private async drainPlatformWork(next?: string): Promise<void> {
-    for (let work = this.pending.shift(); work; work = this.pending.shift()) {
+  /**
+   * Runs the platform's work after an event, one invocation at a time; `next` is the event after
+   * it. An event the driver sends at a later time waits for the work due before it, and the work
+   * due after it waits for it.
+   */
+  private async drainPlatformWork(next?: SimEvent): Promise<void> {
+    const until = next?.atMs;
+    for (;;) {
+      const at = this.pending.findIndex((w) => until === undefined || dueBy(w, until));
+      const [work] = at < 0 ? [] : this.pending.splice(at, 1);
+      if (!work) return;
       this.countPlatformWork();
       const n = (this.platformCounts.get(work.kind) ?? 0) + 1;
       this.platformCounts.set(work.kind, n);
       const before = this.nowMs();
       await work.run(this, `${work.kind}-${n}`);
       const aheadMs = this.nowMs() - before;
-      if (work.kind === "alarm" && next !== undefined && aheadMs >= ALARM_AHEAD_NOTED_MS) {
-        this.alarmBeforeEvent ??= { alarm: `${work.kind}-${n}`, aheadMs, event: next };
+      if (work.kind === "alarm" && next && until === undefined && aheadMs >= ALARM_AHEAD_NOTED_MS) {
+        this.alarmBeforeEvent ??= { alarm: `${work.kind}-${n}`, aheadMs, event: next.id };
       }
     }
+  }
+
+  /** A driver's event sent at a later time: the clock moves to it. */
+  private sendAt(event: SimEvent): void {
+    if (event.atMs === undefined || event.atMs <= this.nowMs()) return;
+    this.advanceClockTo(event.atMs);
+    this.trace(`${event.id} sent at ${event.atMs - CLOCK_START_MS} ms`);
   }
 
   /**
@@ -437,16 +460,23 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     for (;;) {
       await this.quiesceInterleaved(next < events.length);
       const steps = this.effectSteps();
-      const timer = this.timerStep();
+      // The next event, when the driver sends it at a time still to come and it may start: what
+      // is due after it waits for it, and it waits until nothing else can run before its time.
+      const index = events[next];
+      const atMs = index === undefined ? undefined : this.events[index]?.atMs;
+      const later =
+        atMs !== undefined && atMs > this.nowMs() && this.tasks < this.concurrency ? atMs : undefined;
+      const timer = this.timerStep(later);
       if (timer) steps.push(timer);
       if (this.tasks < this.concurrency) {
-        const index = events[next];
-        if (index !== undefined) {
+        const work = this.pending.find(
+          (w) =>
+            (!w.limit || (this.groupTasks.get(w.limit.group) ?? 0) < w.limit.max) &&
+            (later === undefined || dueBy(w, later)),
+        );
+        if (index !== undefined && (later === undefined || (steps.length === 0 && !work))) {
           steps.push(this.eventStep(index, () => next++));
         }
-        const work = this.pending.find(
-          (w) => !w.limit || (this.groupTasks.get(w.limit.group) ?? 0) < w.limit.max,
-        );
         if (work) steps.push(this.platformStep(work));
       }
       if (steps.length === 0) return;
@@ -490,12 +520,12 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    * What the woken code touches until its next effect is unknown, and the clock it moves is
    * shared: its footprint is empty, so it is ordered against every other step.
    */
-  private timerStep(): Step | undefined {
+  private timerStep(beforeMs = Number.POSITIVE_INFINITY): Step | undefined {
     const timer = this.nextTimer(
       (owner) =>
         !this.parked.some((effect) => effect.invocation.live && workingFor(effect.invocation, owner)),
     );
-    if (!timer) return undefined;
+    if (!timer || timer.dueMs > beforeMs) return undefined;
     return {
       option: {
         label: `${timer.owner.id} timer of ${timer.delayMs} ms`,
@@ -510,13 +540,16 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private eventStep(index: number, started: () => void): Step {
     const event = this.events[index];
     if (!event) throw new Error(`the engine planned event ${index}, which the drivers do not have`);
+    // Sent at a time to come, it moves the shared clock, as a timer does.
+    const moves = event.atMs !== undefined && event.atMs > this.nowMs();
     return {
       option: {
         label: `deliver ${event.id}#1`,
         invocation: `${event.id}#1`,
-        footprint: event.footprint ?? [],
+        footprint: moves ? [] : (event.footprint ?? []),
       },
       take: () => {
+        this.sendAt(event);
         started();
         this.startTask(() => event.deliver(this, index));
       },
@@ -1016,6 +1049,12 @@ function footprintOf(effect: ParkedEffect): FootprintEntry[] {
     footprint.push({ resource: invocation.resource, write: true }, { resource: PLATFORM_WORK, write: true });
   }
   return footprint;
+}
+
+/** Whether `work` is due by `atMs` on the run's clock (work that names no time is due now). */
+function dueBy(work: PlatformWork, atMs: number): boolean {
+  const due = work.dueMs?.();
+  return due === undefined || due <= atMs;
 }
 
 /**
