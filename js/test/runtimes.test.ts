@@ -41,6 +41,18 @@ describe("the workerd runtime", () => {
     expect(await check(where)).toMatchObject({ message: "ran in Node" });
   });
 
+  it("evaluates the scenario with the environment the check was started in", async () => {
+    process.env.EUTAXY_FIXTURE_EXPECTED = "ok";
+    try {
+      const file = fixture("runtimes/from-env.sim.ts");
+      const message = "expected ok, read ok";
+      expect(await check(file, { runtime: "workerd" })).toMatchObject({ message });
+      expect(await check(file)).toMatchObject({ message });
+    } finally {
+      delete process.env.EUTAXY_FIXTURE_EXPECTED;
+    }
+  });
+
   it("says INCOMPLETE when the budget runs out inside workerd", async () => {
     // workerd's clock moves while the exploration runs, so the budget is measured there.
     const result = await check(join(examples, "d1-transfer/transfer.fixed.sim.ts"), {

@@ -75,7 +75,11 @@ async function bundleHostNow(): Promise<string> {
   return result.outputFiles[0]?.text ?? "";
 }
 
-/** Bundles the scenario module as an ES module for workerd, `eutaxy/cloudflare` resolved to ours. */
+/**
+ * Bundles the scenario module as an ES module for workerd, `eutaxy/cloudflare` resolved to ours.
+ * It reads `process.env` as it does in Node, where the check was started: a scenario that takes
+ * its requests or an invariant's limit from the environment builds the same check in both.
+ */
 export async function bundleScenarioCode(file: string): Promise<string> {
   const own: Plugin = {
     name: "eutaxy",
@@ -98,6 +102,7 @@ export async function bundleScenarioCode(file: string): Promise<string> {
       conditions: ["workerd", "worker", "browser"],
       logLevel: "silent",
       external: ["node:*"],
+      define: { "process.env": JSON.stringify(process.env) },
       plugins: [own, ownLocations],
     });
     return result.outputFiles[0]?.text ?? "";
