@@ -52,8 +52,9 @@ interface CheckHeader {
 /**
  * Something about the runs of a BOUNDED or INCOMPLETE check that makes its verdict say less
  * than it seems to: `no-binding-call`, no run reached a binding, so no fault was tried and
- * nothing interleaved; `no-request-succeeded`, every request the driver sent was answered 500 or
- * more (or not at all) in every run, so the invariants held over a Worker that fails;
+ * nothing interleaved; `no-request-succeeded`, every request the driver sent was answered 400 or
+ * more (or not at all) in every run, so the invariants held over a Worker that fails or refuses
+ * them;
  * `platform-retries-cut`, `maxRedeliveries` refused a retry Cloudflare would make (a queue batch
  * within its `max_retries`, an alarm within its 6 retries), so what follows was not explored;
  * `queue-not-consumed`, a Worker sent to a queue no Worker of the scenario consumes, so what its
@@ -326,8 +327,12 @@ class Reach {
   private effects = false;
   private responses = false;
   private answered = false;
+  /** Whether some request got a 2xx or 3xx answer. */
+  private succeeded = false;
   /** The first failed request of the first run that had one, as a warning quotes it. */
   private failure: string | undefined;
+  /** The first request answered 4xx, as a warning quotes it. */
+  private refusal: string | undefined;
   /** The first request's answer, as a warning quotes it (a 404 says why no binding was reached). */
   private firstAnswer: string | undefined;
   /** The platform's retry the bound refused with the highest delivery over the runs. */
@@ -355,6 +360,9 @@ class Reach {
       this.firstAnswer ??= failureOf(response, run.firstThrow);
       if (response.status > 0 && response.status < 500) this.answered = true;
       else this.failure ??= failureOf(response, run.firstThrow);
+      if (response.status > 0 && response.status < 400) this.succeeded = true;
+      else if (response.status >= 400 && response.status < 500)
+        this.refusal ??= failureOf(response, run.firstThrow);
     }
   }
 
@@ -374,6 +382,12 @@ class Reach {
           world,
           `No request got an answer below 500 in any run (first: ${this.failure}), so the invariants held over a Worker that fails`,
         )}.`,
+      });
+    } else if (this.responses && !this.succeeded) {
+      // A request sent to the wrong path, or with the wrong method, is a 404 or a 405 every time.
+      warnings.push({
+        kind: "no-request-succeeded",
+        message: `No request got a 2xx or 3xx answer in any run (first: ${this.refusal}), so the invariants held over a Worker that refused every request: are the requests the ones it serves?`,
       });
     }
     if (this.retryCut) {

@@ -42,6 +42,16 @@ describe("a verdict's warnings", () => {
     expect(renderReport(result)).toContain('(first: req-1#1 answered 503 "try later")');
   });
 
+  it("say that every answer was a 4xx or 5xx, when some were 4xx, quoting the first", async () => {
+    // Each request reached the database, under a key the notes were never stored under.
+    const result = await check(fixture("lookup.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+    expect(kinds(result)).toEqual(["no-request-succeeded"]);
+    expect(renderReport(result)).toContain(
+      'Warning: No request got a 2xx or 3xx answer in any run (first: req-1#1 answered 404 "no such note"), so the invariants held over a Worker that refused every request: are the requests the ones it serves?',
+    );
+  });
+
   it("are absent when the requests reached the database and succeeded", async () => {
     const result = await check(fixture("saved.sim.ts"));
     expect(result.verdict).toBe("BOUNDED");
