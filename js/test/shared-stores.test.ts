@@ -142,6 +142,17 @@ describe("a Durable Object class bound with script_name", () => {
     const result = await check(fixture("durable-object/count.sim.ts"));
     expect(result.verdict).toBe("BOUNDED");
   });
+
+  it("is named in each Worker's calls as its invariants name it: the callee's with its prefix", async () => {
+    const result = await check(fixture("durable-object/count.faults.sim.ts"));
+    expect(result.verdict).toBe("VIOLATED");
+    if (result.verdict !== "VIOLATED") return;
+    const calls = result.trace.filter((line) => / effect #\d+ DO:/.test(line));
+    expect(calls).toEqual([
+      "req-1#1 effect #0 DO:COUNTER increment: proceed",
+      "req-1#1/1 effect #0 DO:counter/COUNTER count: proceed",
+    ]);
+  });
 });
 
 describe("shared stores on the workerd runtime", () => {

@@ -148,13 +148,13 @@ function createStub(
     if (broken) {
       if (run.tracing) {
         run.trace(
-          `${run.current?.id ?? "init"} DO:${spec.name} ${method} fails at once: the stub is broken (${broken.message})`,
+          `${run.current?.id ?? "init"} DO:${spec.label} ${method} fails at once: the stub is broken (${broken.message})`,
         );
       }
       return Promise.reject(anew(broken));
     }
     const called = scope.effect(
-      `DO:${spec.name} ${method}`,
+      `DO:${spec.label} ${method}`,
       (effect) => {
         const slot = slotOf(run, namespace, id);
         return run.host(hosting(), effect, {
@@ -225,7 +225,7 @@ function createStub(
         if (key === "fetch") return fetch;
         if (key === "connect") {
           return () => {
-            throw new Error(`DO:${spec.name} connect(): sockets to Durable Objects are not simulated`);
+            throw new Error(`DO:${spec.label} connect(): sockets to Durable Objects are not simulated`);
           };
         }
         return rpc(key);

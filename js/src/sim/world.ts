@@ -43,7 +43,13 @@ export type BindingSpec =
   | { readonly kind: "d1"; readonly name: string; readonly store: string }
   | { readonly kind: "service"; readonly name: string; readonly target: ServiceTarget }
   | { readonly kind: "kv"; readonly name: string; readonly store: string }
-  | { readonly kind: "durableObject"; readonly name: string; readonly namespace: DurableObjectNamespace }
+  | {
+      readonly kind: "durableObject";
+      readonly name: string;
+      /** The binding as the scenario names it, as effects are labeled: `meter/COUNTERS` for a callee's. */
+      readonly label: string;
+      readonly namespace: DurableObjectNamespace;
+    }
   | { readonly kind: "queue"; readonly name: string; readonly queue: string }
   | { readonly kind: "unsupported"; readonly name: string; readonly field: string; readonly file: string };
 
@@ -510,6 +516,7 @@ function bindDurableObjects(worker: SimWorker, workers: readonly SimWorker[]): v
     worker.bindings.set(binding.name, {
       kind: "durableObject",
       name: binding.name,
+      label: `${worker.prefix}${binding.name}`,
       namespace: {
         worker: home,
         className: binding.className,

@@ -108,6 +108,7 @@ type BindingData =
   | {
       readonly kind: "durableObject";
       readonly name: string;
+      readonly label: string;
       readonly namespace: {
         readonly worker: number;
         readonly className: string;
@@ -169,6 +170,7 @@ export function encodeWorld(world: World): WorldData {
       return {
         kind: "durableObject",
         name: spec.name,
+        label: spec.label,
         namespace: { ...namespace, worker: index(namespace.worker) },
       };
     }
@@ -253,6 +255,7 @@ export function decodeWorld(data: WorldData, declared: unknown, modules: readonl
         decoded = {
           kind: "durableObject",
           name: spec.name,
+          label: spec.label,
           namespace: { ...spec.namespace, worker: worker(spec.namespace.worker) },
         };
       } else decoded = spec;
