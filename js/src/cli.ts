@@ -49,7 +49,7 @@ const OPTIONS = {
   },
   "no-reduction": {
     type: "boolean",
-    help: "explore every interleaving, without partial-order reduction (for Workers that share mutable module-level state between requests)",
+    help: "explore every interleaving, without partial-order reduction (for Workers whose libraries share state between requests; a change to a module-level variable of the Workers' own turns it off by itself)",
   },
   workers: {
     type: "string",

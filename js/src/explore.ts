@@ -60,7 +60,8 @@ interface CheckHeader {
  * `queue-not-consumed`, a Worker sent to a queue no Worker of the scenario consumes, so what its
  * consumer would do with the messages was not checked; `alarm-before-event`, one invocation at a
  * time, an alarm set a second or more ahead rang before the next event, so no run had that
- * event come first.
+ * event come first; `module-state`, a Worker changed a module-level variable while it served
+ * requests, so the check ran every interleaving, without partial-order reduction.
  */
 export interface CheckWarning {
   readonly kind:
@@ -68,7 +69,8 @@ export interface CheckWarning {
     | "no-request-succeeded"
     | "platform-retries-cut"
     | "queue-not-consumed"
-    | "alarm-before-event";
+    | "alarm-before-event"
+    | "module-state";
   readonly message: string;
 }
 
@@ -171,7 +173,38 @@ function shardOf(verdict: { readonly shard?: Shard | undefined }): { readonly sh
   return verdict.shard ? { shard: { index: verdict.shard.index, count: verdict.shard.count } } : {};
 }
 
+/**
+ * Explores the scenario's schedules. With partial-order reduction, the exploring runs watch the
+ * Workers' module-level state, which the reduction cannot see: when a run changes it, the check
+ * starts again without the reduction, on what is left of the budget, and says why.
+ */
 export async function explore(exploration: Exploration): Promise<CheckResult> {
+  const started = real.monotonicMs();
+  const reduced = await exploreOnce(exploration);
+  if (!("moduleState" in reduced)) return reduced;
+  const { worker, variable } = reduced.moduleState;
+  const spentMs = real.monotonicMs() - started;
+  const { bounds, search } = exploration;
+  const result = await exploreOnce({
+    ...exploration,
+    bounds: { ...bounds, budgetMs: Math.max(1, Math.floor(bounds.budgetMs - spentMs)) },
+    search: { ...search, partialOrderReduction: false },
+  });
+  if ("moduleState" in result)
+    throw new Error("a check without partial-order reduction watched module state");
+  const warning: CheckWarning = {
+    kind: "module-state",
+    message: `Worker ${worker} changed the module-level variable ${variable} while it served requests, which concurrent requests share and partial-order reduction cannot see, so every interleaving ran.`,
+  };
+  // The bounds as given, and the time both explorations took.
+  const header = { bounds, elapsedMs: result.elapsedMs + spentMs };
+  if (result.verdict !== "BOUNDED" && result.verdict !== "INCOMPLETE") return { ...result, ...header };
+  return { ...result, ...header, warnings: [...(result.warnings ?? []), warning] };
+}
+
+async function exploreOnce(
+  exploration: Exploration,
+): Promise<CheckResult | { readonly moduleState: NonNullable<Run["moduleStateChanged"]> }> {
   const { world, seed, bounds } = exploration;
   const { scenario } = world;
   const events = eventsOf(scenario.drive);
@@ -201,8 +234,10 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
     for (;;) {
       const plan = escaping(() => engine.nextRun(real.monotonicMs() - started));
       if (!plan) break;
-      const run = new Run(engine, world, events, bounds.maxConcurrentInvocations);
+      const watchModuleState = exploration.search.partialOrderReduction && plan.phase === "explore";
+      const run = new Run(engine, world, events, bounds.maxConcurrentInvocations, { watchModuleState });
       await inRun(() => run.execute(plan));
+      if (run.moduleStateChanged) return { moduleState: run.moduleStateChanged };
       if (plan.phase === "explore") reach.add(run);
       if (plan.trace) engine.trace(FINAL_STATE);
       const endedAtMs = run.nowMs();

@@ -32,7 +32,7 @@ const TREE_BOUNDS = ["maxFaultsPerRun", "maxRedeliveries", "maxConcurrentInvocat
  * whole check only if it holds of every shard's runs, all present (`complete`); a shard that ran
  * nothing says nothing either way. `platform-retries-cut`, `alarm-before-event` and
  * `queue-not-consumed` say something of some run, which holds of the whole check if it holds of
- * any shard's (an alarm's is counted in that shard's runs).
+ * any shard's (an alarm's is counted in that shard's runs), as does `module-state`.
  */
 function mergedWarnings(
   results: readonly ShardedResult[],
@@ -53,6 +53,8 @@ function mergedWarnings(
   if (cut) warnings.push(cut);
   const alarm = first("alarm-before-event");
   if (alarm) warnings.push(alarm);
+  const moduleState = first("module-state");
+  if (moduleState) warnings.push(moduleState);
   // Said of some run too: each queue once, as the lowest shard words it.
   const queues = new Set<string>();
   for (const warning of ordered.flatMap((r) => of(r)).filter((w) => w.kind === "queue-not-consumed")) {

@@ -12,6 +12,7 @@ import vm from "node:vm";
 import { type BuildOptions, build, type Message, type Metafile, type Plugin } from "esbuild";
 import { InputError } from "../errors.ts";
 import { NODE_GLOBALS, nodeGlobals } from "../sim/compatibility.ts";
+import { withStateHook } from "../sim/module-state.ts";
 import { simulatedNodeCrypto } from "../sim/node-crypto.ts";
 import {
   ABSENT_GLOBALS,
@@ -221,7 +222,7 @@ export async function bundleWorkerCode(
     const result = await build({ ...workerBuildOptions(file, config), ...WORKER_SOURCE_MAP, metafile: true });
     const { code, map } = splitInlineSourceMap(result.outputFiles[0]?.text ?? "");
     return {
-      code: factoryBody(code),
+      code: withStateHook(factoryBody(code)),
       nodeModules: externalImports(result.metafile).filter((path) => path.startsWith("node:")),
       compiledWasm: compiledWasmImports(result.metafile),
       map,

@@ -49,6 +49,7 @@ import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
 import { buildEnv } from "./env.ts";
 import { activate, type DeterminismSource, notSimulatedMessage, real, stepped } from "./globals.ts";
 import { type EffectSink, Invocation, type ParkedEffect } from "./invocation.ts";
+import { ModuleStateWatch } from "./module-state.ts";
 import { GLOBAL_SCOPE, outboundFetch } from "./outbound.ts";
 import { lostConnection, rethrownOverRpc } from "./rpc-errors.ts";
 import { runtimeModules } from "./runtime-modules.ts";
@@ -160,6 +161,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private readonly timers = new Map<number, Timer>();
   private timerIds = 0;
   private timersFired = 0;
+  /** Interleaved runs that watch the Workers' module-level state between steps (module-state.ts). */
+  private readonly moduleState: ModuleStateWatch | undefined;
+  /** The first module-level variable a step changed, when the run watches them. */
+  moduleStateChanged: { readonly worker: string; readonly variable: string } | undefined;
 
   constructor(
     readonly engine: Engine,
@@ -167,8 +172,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     private readonly events: readonly SimEvent[],
     /** `maxConcurrentInvocations`: tasks (events, platform work) live at once. */
     private readonly concurrency = 1,
+    options: { readonly watchModuleState?: boolean } = {},
   ) {
     this.clockMs = engine.nowMs();
+    if (options.watchModuleState && concurrency > 1) this.moduleState = new ModuleStateWatch();
   }
 
   get current(): Invocation | undefined {
@@ -415,7 +422,9 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     const moduleEnv = buildEnv(this, worker, this.ambientScope());
     this.instantiating = worker;
     try {
-      this.exports.set(worker, worker.module.instantiate(runtimeModules(() => moduleEnv)));
+      const exports = worker.module.instantiate(runtimeModules(() => moduleEnv));
+      this.exports.set(worker, exports);
+      this.moduleState?.add(worker.name, exports);
     } finally {
       this.instantiating = undefined;
     }
@@ -457,8 +466,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    */
   private async interleave(events: readonly number[]): Promise<void> {
     let next = 0;
+    this.moduleState?.start();
     for (;;) {
       await this.quiesceInterleaved(next < events.length);
+      if (this.moduleState && !this.moduleStateChanged) this.moduleStateChanged = this.moduleState.changed();
       const steps = this.effectSteps();
       // The next event, when the driver sends it at a time still to come and it may start: what
       // is due after it waits for it, and it waits until nothing else can run before its time.

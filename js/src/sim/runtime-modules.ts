@@ -8,6 +8,7 @@
 import { InputError } from "../errors.ts";
 import { NODE_GLOBALS } from "./compatibility.ts";
 import { endCheck, notSimulated } from "./globals.ts";
+import { MODULE_STATE_KEY } from "./module-state.ts";
 import { workersModule } from "./workers-module.ts";
 
 /**
@@ -169,11 +170,15 @@ export function evaluateWorker(
       throw error;
     }
   };
-  const module = { exports: {} };
+  const module: { exports: Record<string, unknown>; [MODULE_STATE_KEY]?: unknown } = { exports: {} };
   try {
     factory(module, module.exports, require, absent, typeOf);
   } finally {
     loading = false;
+  }
+  // What reads the module's own variables (module-state.ts), kept beside its exports.
+  if (module[MODULE_STATE_KEY] !== undefined && Object.isExtensible(module.exports)) {
+    Object.defineProperty(module.exports, MODULE_STATE_KEY, { value: module[MODULE_STATE_KEY] });
   }
   return module.exports;
 }

@@ -1,0 +1,79 @@
+import { describe, expect, it } from "vitest";
+import { MODULE_STATE_KEY, type ModuleStateReader, ModuleStateWatch, withStateHook } from "./module-state.ts";
+
+/** A bundle as esbuild prints one: a file header before each file's top-level code. */
+const BUNDLE = [
+  "var __defProp = Object.defineProperty;",
+  "",
+  "// node_modules/router/index.js",
+  "var Router = class {",
+  "  routes = [];",
+  "  match() { this.built ??= this.routes.slice(); return this.built; }",
+  "};",
+  "var routerCache = new Map();",
+  "",
+  "// src/index.ts",
+  "var src_exports = {};",
+  "var count = 0;",
+  "var seen = new Set();",
+  "var router = new Router();",
+  "var Thing = class {",
+  "  static made = 0;",
+  "};",
+  "var text = `",
+  "var notAVariable = 1;",
+  "`;",
+  "module.exports = { count: () => count, bump: () => { count++; }, see: (x) => seen.add(x), route: () => router.match(), make: () => { Thing.made++; } };",
+].join("\n");
+
+/** Evaluates `BUNDLE` with its hook as a Worker's factory is evaluated: its exports and its reader. */
+function instantiate(): { exports: Record<string, (x?: unknown) => unknown>; reader: ModuleStateReader } {
+  const module: Record<string, unknown> = { exports: {} };
+  new Function("module", withStateHook(BUNDLE))(module);
+  return {
+    exports: module.exports as Record<string, (x?: unknown) => unknown>,
+    reader: module[MODULE_STATE_KEY] as ModuleStateReader,
+  };
+}
+
+describe("withStateHook", () => {
+  it("reads the top-level variables of the Worker's own files, not a library's", () => {
+    const { reader } = instantiate();
+    expect(reader.names).toEqual(["src_exports", "count", "seen", "router", "Thing", "text", "notAVariable"]);
+    // A line inside a template literal names no variable: it reads undefined, not a throw.
+    expect(reader.values().at(-1)).toBeUndefined();
+    expect(reader.libraryClasses()).toHaveLength(1);
+  });
+});
+
+describe("ModuleStateWatch", () => {
+  const watching = () => {
+    const { exports, reader } = instantiate();
+    const watch = new ModuleStateWatch();
+    watch.add("w", { [MODULE_STATE_KEY]: reader } as unknown as Record<string, unknown>);
+    watch.start();
+    return { exports, watch };
+  };
+
+  it("sees a variable given a new value, once", () => {
+    const { exports, watch } = watching();
+    expect(watch.changed()).toBeUndefined();
+    exports.bump?.();
+    expect(watch.changed()).toEqual({ worker: "w", variable: "count" });
+    expect(watch.changed()).toBeUndefined();
+  });
+
+  it("sees a Set of the Worker's changed in place, and a class's static field", () => {
+    const { exports, watch } = watching();
+    exports.see?.("x");
+    expect(watch.changed()).toEqual({ worker: "w", variable: "seen" });
+    exports.make?.();
+    expect(watch.changed()).toEqual({ worker: "w", variable: "Thing" });
+  });
+
+  it("leaves the insides of a library's object to the library", () => {
+    const { exports, watch } = watching();
+    exports.route?.();
+    expect(watch.changed()).toBeUndefined();
+  });
+});
