@@ -4,12 +4,13 @@
  * isolate). Partial-order reduction orders steps by the bindings they touch and cannot see this
  * memory, so a check that sees a Worker change it explores again without the reduction.
  *
- * What is watched: the top-level variables of the Worker's own files (not `node_modules`), as the
- * bundle declares them. Their values are read through a function appended to the bundle
- * (`withStateHook`), which both runtimes evaluate with the module, and compared between steps:
- * a variable given a new value, or an object, array, Map or Set of the Worker's own changed in
- * place. An object of a class from `node_modules` (a router, a client) is compared by identity
- * only: its insides are the library's, which builds them lazily on a first request.
+ * What is watched: the top-level variables of the Worker's own files (not `node_modules`, not a
+ * module it imports from the runtime), as the bundle declares them. Their values are read through
+ * a function appended to the bundle (`withStateHook`), which both runtimes evaluate with the
+ * module, and compared between steps: a variable given a new value, or a plain object, array,
+ * Map, Set or object of a class of the Worker's own files changed in place. Any other object (a
+ * router or client of a library, a binding, a Request) is compared by identity only: its insides
+ * are not the Worker's, and a library builds them lazily on a first request.
  */
 
 /** Where the appended function leaves what it reads, on the factory's `module` object. */
@@ -21,18 +22,18 @@ export interface ModuleStateReader {
   readonly names: readonly string[];
   /** Their current values, in the order of `names`. */
   values(): unknown[];
-  /** The classes the module's `node_modules` declare, whose objects are compared by identity. */
-  libraryClasses(): unknown[];
 }
 
 /** A line esbuild starts each bundled file with: `// src/index.ts`, `// node_modules/hono/dist/hono.js`. */
 const FILE_HEADER = /^\/\/ (\S+)$/;
 /** A top-level variable, as esbuild prints one at the start of a line. */
 const TOP_LEVEL_VARIABLE = /^(?:var|let|const) ([A-Za-z_$][\w$]*)\b/;
-/** A top-level class, as esbuild prints one. */
-const TOP_LEVEL_CLASS = /^(?:var ([A-Za-z_$][\w$]*) = class\b|class ([A-Za-z_$][\w$]*)\b)/;
 /** Variables esbuild's CommonJS wrapper declares, which no Worker code changes. */
 const ESBUILD_HELPER = /^__[A-Za-z]/;
+/** An import of a module the bundle leaves to the runtime (`cloudflare:workers`, `node:crypto`). */
+const RUNTIME_IMPORT = /\brequire\(/;
+/** The object esbuild makes a file's exports on: getters of the file's variables, read on their own. */
+const EXPORTS_OBJECT = /^__export\(([A-Za-z_$][\w$]*),/;
 
 /**
  * `body` (a bundle's factory body) with a function appended that reads the top-level variables
@@ -40,7 +41,7 @@ const ESBUILD_HELPER = /^__[A-Za-z]/;
  */
 export function withStateHook(body: string): string {
   const own: string[] = [];
-  const classes: string[] = [];
+  const exportsObjects = new Set<string>();
   let ownFile = false;
   for (const line of body.split("\n")) {
     const header = FILE_HEADER.exec(line);
@@ -48,79 +49,117 @@ export function withStateHook(body: string): string {
       ownFile = !(header[1] as string).split(/[\\/]/).includes("node_modules");
       continue;
     }
-    const declared = TOP_LEVEL_VARIABLE.exec(line)?.[1];
-    const library = ownFile ? undefined : TOP_LEVEL_CLASS.exec(line);
-    if (library) classes.push((library[1] ?? library[2]) as string);
-    else if (ownFile && declared && !ESBUILD_HELPER.test(declared) && !own.includes(declared))
-      own.push(declared);
+    const exported = EXPORTS_OBJECT.exec(line)?.[1];
+    if (exported) exportsObjects.add(exported);
+    const declared = ownFile ? TOP_LEVEL_VARIABLE.exec(line)?.[1] : undefined;
+    if (!declared || ESBUILD_HELPER.test(declared) || RUNTIME_IMPORT.test(line) || own.includes(declared)) {
+      continue;
+    }
+    own.push(declared);
   }
+  const watched = own.filter((name) => !exportsObjects.has(name));
   // `typeof` first: a line the pattern took for a declaration (one inside a template literal)
   // names no variable, and reads undefined instead of throwing.
   const read = (name: string) => `typeof ${name} === "undefined" ? undefined : ${name}`;
-  const reader = [
-    `names: ${JSON.stringify(own)}`,
-    `values: () => [${own.map(read).join(", ")}]`,
-    `libraryClasses: () => [${classes.map(read).join(", ")}]`,
-  ];
-  return `${body}\n;module.${MODULE_STATE_KEY} = { ${reader.join(", ")} };\n`;
+  const reader = `names: ${JSON.stringify(watched)}, values: () => [${watched.map(read).join(", ")}]`;
+  return `${body}\n;module.${MODULE_STATE_KEY} = { ${reader} };\n`;
 }
 
 /** Nodes of a module's state read at most per snapshot; past them, a change goes unseen. */
 const NODES_MAX = 10_000;
 
+interface Watched {
+  readonly worker: string;
+  readonly reader: ModuleStateReader;
+  /** The prototypes of the classes the module's own files declare: their objects are its data. */
+  own: Set<unknown>;
+}
+
 /**
- * Watches the module-level state of a run's Worker instances between steps: `changed` answers
- * the first variable that differs from the last time it was asked.
+ * Watches the module-level state of a run's Worker instances: `changed`, asked after every step,
+ * compares each variable's value with the last step's, and a Map's or Set's size, an array's
+ * length and a plain object's own values one level down, which is cheap; `finished`, asked at
+ * the end of the run, compares everything of the Worker's own they hold with how it started.
  */
 export class ModuleStateWatch {
-  private readonly modules: {
-    readonly worker: string;
-    readonly reader: ModuleStateReader;
-    readonly library: Set<unknown>;
-  }[] = [];
+  private readonly modules: Watched[] = [];
   /** Identities of the objects seen, kept for the run, so that a new object never reads as an old one. */
   private readonly ids = new WeakMap<object, number>();
   private objects = 0;
-  private last: string[][] = [];
+  /** Each module's digests as the run started. */
+  private first: string[][] = [];
+  /** Each module's values as the last step left them, one level down. */
+  private last: unknown[][] = [];
 
   /** Adds a Worker's module instance; one without a reader (none appended) is not watched. */
   add(worker: string, exports: Record<string, unknown>): void {
     const reader = (exports as { [MODULE_STATE_KEY]?: ModuleStateReader })[MODULE_STATE_KEY];
     if (!reader || reader.names.length === 0) return;
-    try {
-      this.modules.push({ worker, reader, library: new Set(reader.libraryClasses()) });
-    } catch {
-      // A name the hook reads that is not a variable after all: this module is not watched.
-    }
+    this.modules.push({ worker, reader, own: new Set() });
   }
 
   /** Takes the state as it is now as the one later steps are compared with. */
   start(): void {
-    this.last = this.modules.map((m) => this.snapshot(m));
+    for (const module of this.modules) {
+      const prototypes = (readValues(module.reader) ?? []).map((v) =>
+        typeof v === "function" ? (v as { prototype?: unknown }).prototype : undefined,
+      );
+      module.own = new Set(prototypes.filter((p) => typeof p === "object" && p !== null));
+    }
+    this.first = this.modules.map((m) => this.snapshot(m) ?? []);
+    this.last = this.modules.map((m) => shallow(readValues(m.reader) ?? []));
   }
 
-  /** The first variable whose value differs from the last snapshot, naming its Worker. */
+  /** The first variable the last step changed, one level down, naming its Worker. */
   changed(): { readonly worker: string; readonly variable: string } | undefined {
+    for (let i = 0; i < this.modules.length; i++) {
+      const module = this.modules[i] as Watched;
+      const values = readValues(module.reader);
+      if (!values) continue;
+      const now = shallow(values);
+      const before = this.last[i] as unknown[];
+      this.last[i] = now;
+      if (now.length !== before.length) return this.named(module, values, before);
+      for (let j = 0; j < now.length; j++) {
+        if (!Object.is(now[j], before[j])) return this.named(module, values, before);
+      }
+    }
+    return undefined;
+  }
+
+  /** The first variable the run changed, at any depth of the Worker's own data, as it ends. */
+  finished(): { readonly worker: string; readonly variable: string } | undefined {
     for (const [i, module] of this.modules.entries()) {
       const now = this.snapshot(module);
-      const before = this.last[i] ?? [];
-      const at = now.findIndex((digest, j) => digest !== before[j]);
-      this.last[i] = now;
+      const at = now ? now.findIndex((digest, j) => digest !== this.first[i]?.[j]) : -1;
       if (at >= 0) return { worker: module.worker, variable: module.reader.names[at] as string };
     }
     return undefined;
   }
 
-  /** One digest per variable of `module`; a module whose reader throws reads as unchanged. */
-  private snapshot(module: (typeof this.modules)[number]): string[] {
-    let values: unknown[];
-    try {
-      values = module.reader.values();
-    } catch {
-      return this.last[this.modules.indexOf(module)] ?? [];
+  /** Which variable of `module` a shallow change of `before` is in. */
+  private named(
+    module: Watched,
+    values: readonly unknown[],
+    before: readonly unknown[],
+  ): { readonly worker: string; readonly variable: string } {
+    let offset = 0;
+    for (const [j, value] of values.entries()) {
+      const part = shallow([value]);
+      if (part.some((p, k) => !Object.is(p, before[offset + k]))) {
+        return { worker: module.worker, variable: module.reader.names[j] as string };
+      }
+      offset += part.length;
     }
+    return { worker: module.worker, variable: module.reader.names.at(-1) as string };
+  }
+
+  /** One digest per variable of `module`; undefined when its reader throws. */
+  private snapshot(module: Watched): string[] | undefined {
+    const values = readValues(module.reader);
+    if (!values) return undefined;
     const budget = { nodes: NODES_MAX };
-    return values.map((value) => this.digest(value, module.library, budget));
+    return values.map((value) => this.digest(value, module.own, budget));
   }
 
   private id(object: object): number {
@@ -132,11 +171,20 @@ export class ModuleStateWatch {
     return id;
   }
 
-  /** A text that differs when `value` or anything of the Worker's own it holds differs. */
-  private digest(value: unknown, library: Set<unknown>, budget: { nodes: number }): string {
+  /** A text that differs when `value` or any data of the Worker's own it holds differs. */
+  private digest(value: unknown, own: Set<unknown>, budget: { nodes: number }): string {
     const parts: string[] = [];
     const seen = new Set<object>();
-    const visit = (v: unknown): void => {
+    const properties = (object: object, skip?: ReadonlySet<string>) => {
+      // Data properties only: a getter may do anything, and esbuild's exports are getters of
+      // variables read on their own.
+      for (const [key, descriptor] of Object.entries(Object.getOwnPropertyDescriptors(object))) {
+        if (!("value" in descriptor) || skip?.has(key)) continue;
+        parts.push(key);
+        visit(descriptor.value);
+      }
+    };
+    const visit = (v: unknown, top = false): void => {
       if (--budget.nodes < 0) return;
       if (v === null || (typeof v !== "object" && typeof v !== "function")) {
         parts.push(typeof v === "string" ? JSON.stringify(v) : `${typeof v}:${String(v)}`);
@@ -144,14 +192,14 @@ export class ModuleStateWatch {
       }
       const object = v as object;
       parts.push(`#${this.id(object)}`);
-      if (seen.has(object) || fromLibrary(object, library)) return;
+      // A function's insides only for the module's own (a class's static fields); an object's
+      // only for data of the Worker's own kinds.
+      if (seen.has(object) || (typeof v === "function" ? !top : !ownData(object, own))) return;
       seen.add(object);
       if (typeof v === "function") {
-        // A class's static fields, a function's own properties.
-        for (const [key, descriptor] of Object.entries(Object.getOwnPropertyDescriptors(v))) {
-          if (!("value" in descriptor) || FUNCTION_OWN.has(key)) continue;
-          parts.push(key);
-          visit(descriptor.value);
+        // Most functions and classes have only what the language gives them.
+        if (Object.getOwnPropertyNames(object).some((key) => !FUNCTION_OWN.has(key))) {
+          properties(object, FUNCTION_OWN);
         }
       } else if (v instanceof Map) {
         parts.push(`Map${v.size}`);
@@ -167,28 +215,60 @@ export class ModuleStateWatch {
       } else if (ArrayBuffer.isView(v)) {
         parts.push(`bytes${new Uint8Array(v.buffer, v.byteOffset, v.byteLength).join(",")}`);
       } else {
-        // Data properties only: a getter may do anything, and esbuild's exports are getters of
-        // variables read on their own.
-        for (const [key, descriptor] of Object.entries(Object.getOwnPropertyDescriptors(v))) {
-          if (!("value" in descriptor)) continue;
-          parts.push(key);
-          visit(descriptor.value);
-        }
+        properties(object);
       }
     };
-    visit(value);
+    visit(value, true);
     return parts.join(" ");
   }
 }
 
 /** A function's own properties that are not state: what the language gives every function. */
-const FUNCTION_OWN = new Set(["prototype", "length", "name"]);
+const FUNCTION_OWN: ReadonlySet<string> = new Set(["prototype", "length", "name"]);
 
-/** Whether `object` is an instance of a class `library` holds, or of a subclass of one. */
-function fromLibrary(object: object, library: Set<unknown>): boolean {
-  if (library.size === 0) return false;
-  for (let proto = Object.getPrototypeOf(object); proto; proto = Object.getPrototypeOf(proto)) {
-    if (library.has((proto as { constructor?: unknown }).constructor)) return true;
+/**
+ * `values` one level down, flat: each value, then for a Map or Set its size, for an array its
+ * length, for a plain object its own enumerable keys and values (read directly: the getters of a
+ * plain object are rare, and esbuild's exports objects are not watched).
+ */
+function shallow(values: readonly unknown[]): unknown[] {
+  const flat: unknown[] = [];
+  for (const value of values) {
+    flat.push(value);
+    if (value === null || typeof value !== "object") continue;
+    if (value instanceof Map || value instanceof Set) flat.push(value.size);
+    else if (Array.isArray(value)) flat.push(value.length);
+    else if (Object.getPrototypeOf(value) === Object.prototype) {
+      let keys = 0;
+      for (const key in value) {
+        if (!Object.hasOwn(value, key)) continue;
+        keys++;
+        flat.push(key, (value as Record<string, unknown>)[key]);
+      }
+      flat.push(keys);
+    }
   }
+  return flat;
+}
+
+/** What `reader` reads now; undefined when it throws (the module is then taken as unchanged). */
+function readValues(reader: ModuleStateReader): unknown[] | undefined {
+  try {
+    return reader.values();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the insides of `object` are the Worker's data: a plain object, an array, a Map, a Set,
+ * a Date, bytes, or an object of a class of the Worker's own files (`own` holds their prototypes).
+ */
+function ownData(object: object, own: Set<unknown>): boolean {
+  const proto: unknown = Object.getPrototypeOf(object);
+  if (proto === null || proto === Object.prototype || Array.isArray(object)) return true;
+  if (object instanceof Map || object instanceof Set || object instanceof Date) return true;
+  if (ArrayBuffer.isView(object)) return true;
+  for (let p = proto; p; p = Object.getPrototypeOf(p)) if (own.has(p)) return true;
   return false;
 }
