@@ -11,8 +11,10 @@
 //! 1. remove one event (with its faults and the scheduling choices that name its
 //!    invocations; faults on invocations the platform made are kept), first to last, as long
 //!    as one event is left; when that alone does not break the invariant, also with the
-//!    choices at the platform's work one effect earlier (an alarm that sends each queued job
-//!    makes one call fewer without the event, see `shifted`), then with that work renumbered;
+//!    choices and faults at the platform's work one, then up to eight effects earlier (an
+//!    alarm that sends each queued job makes one call fewer without the event, a batch that
+//!    handles each message in three calls three fewer, see `shifted`), then with that work
+//!    renumbered;
 //! 2. remove one fault, first to last; when the fault killed a delivery and the schedule names
 //!    later deliveries of its event (a choice that ran the resend), first try renumbering those
 //!    one down, since without the crash the client does not resend and the delivery before
@@ -113,9 +115,10 @@ enum Stage {
     /// schedule says of it goes, and the platform work numbered above it is renumbered one down
     /// (tried, from 1 up, after the plain removal fails).
     Events(usize, u32),
-    /// Try removing the event at this position, with the choices at the platform's steps moved
-    /// one effect earlier (see `shifted`); after the plain removal fails.
-    EventShifted(usize),
+    /// Try removing the event at this position, with the choices and faults at the platform's
+    /// steps moved this many effects earlier (see `shifted`), from one up to `SHIFT_MAX`; after
+    /// the plain removal fails.
+    EventShifted(usize, u32),
     /// Try removing the fault at this position; `renumbered`: the candidate that also renumbers
     /// the later deliveries of its event (tried first, when there are any).
     Faults(usize, bool),
@@ -230,9 +233,9 @@ impl Shrinker {
                         }
                     }
                 }
-                Stage::EventShifted(at) if at < best.events.len() && best.events.len() > 1 => {
+                Stage::EventShifted(at, by) if at < best.events.len() && best.events.len() > 1 => {
                     match without_event(best, at, 0, &self.events)
-                        .and_then(|schedule| shifted(schedule, &self.events))
+                        .and_then(|schedule| shifted(schedule, &self.events, by))
                     {
                         Some(schedule) => Candidate {
                             schedule,
@@ -244,7 +247,7 @@ impl Shrinker {
                         }
                     }
                 }
-                Stage::Events(..) | Stage::EventShifted(_) => {
+                Stage::Events(..) | Stage::EventShifted(..) => {
                     self.stage = Stage::Faults(0, true);
                     continue;
                 }
@@ -397,17 +400,19 @@ impl Shrinker {
                     self.accept(&candidate, outcome);
                     Stage::Events(0, 0)
                 } else if dropped == 0 {
-                    Stage::EventShifted(at)
+                    Stage::EventShifted(at, 1)
                 } else if dropped < highest_platform_number(&self.best.schedule, &self.events) {
                     Stage::Events(at, dropped + 1)
                 } else {
                     Stage::Events(at + 1, 0)
                 };
             }
-            Stage::EventShifted(at) => {
+            Stage::EventShifted(at, by) => {
                 self.stage = if success {
                     self.accept(&candidate, outcome);
                     Stage::Events(0, 0)
+                } else if by < SHIFT_MAX {
+                    Stage::EventShifted(at, by + 1)
                 } else {
                     self.after_plain_removal(at)
                 };
@@ -947,16 +952,19 @@ fn without_event(best: &Schedule, at: usize, dropped: u32, events: &[String]) ->
     Some(schedule)
 }
 
-/// `schedule` (an event removed) with every choice's step that is an effect of the platform's
-/// work (an alarm, a queue batch) numbered one lower; `None` when no choice names one past its
-/// first effect. Such work often goes through what the events left (an alarm sending each
-/// queued job, a batch each message), so without an event it makes one call fewer, and the
-/// switch that raced its second call must now race its first.
-fn shifted(mut schedule: Schedule, events: &[String]) -> Option<Schedule> {
-    let platform = |step: &Step| {
+/// How many effects earlier step 1 moves the platform's choices and faults at most.
+const SHIFT_MAX: u32 = 8;
+
+/// `schedule` (an event removed) with every choice's step and every fault at an effect of the
+/// platform's work (an alarm, a queue batch) numbered `by` lower; `None` when none is at or past
+/// effect `by`. Such work often goes through what the events left (an alarm sending each queued
+/// job, a batch each message), so without an event it makes the calls of one job fewer, and the
+/// switch that raced, or the crash that hit, the next job's call must come that much earlier.
+fn shifted(mut schedule: Schedule, events: &[String], by: u32) -> Option<Schedule> {
+    let platform = |invocation: &str| {
         !events
             .iter()
-            .any(|name| step.invocation.starts_with(&format!("{name}#")))
+            .any(|name| invocation.starts_with(&format!("{name}#")))
     };
     let mut moved = false;
     for choice in &mut schedule.choices {
@@ -965,10 +973,19 @@ fn shifted(mut schedule: Schedule, events: &[String]) -> Option<Schedule> {
             .iter_mut()
             .chain(std::iter::once(&mut choice.take))
         {
-            if let Some(effect) = step.effect.filter(|&e| e > 0 && platform(step)) {
-                step.effect = Some(effect - 1);
+            if let Some(effect) = step
+                .effect
+                .filter(|&e| e >= by && platform(&step.invocation))
+            {
+                step.effect = Some(effect - by);
                 moved = true;
             }
+        }
+    }
+    for fault in &mut schedule.faults {
+        if fault.effect >= by && platform(&fault.invocation) {
+            fault.effect -= by;
+            moved = true;
         }
     }
     moved.then_some(schedule)
@@ -1243,6 +1260,69 @@ mod tests {
                 take: step("req-3#1", 0),
             }]
         );
+    }
+
+    /// A queue batch that handles each of its messages (one per event) in three calls, and
+    /// sends an email twice when it dies before the third call of `msg-3`'s: after sending, before
+    /// recording it.
+    fn batch_oracle(schedule: &Schedule) -> Outcome {
+        let calls = 3 * schedule.events.len() as u32;
+        let faults: Vec<Fault> = schedule
+            .faults
+            .iter()
+            .filter(|f| f.invocation == "batch-1#1" && f.effect < calls)
+            .cloned()
+            .collect();
+        let third = schedule.events.iter().position(|&e| e == 2);
+        let broken = faults.iter().any(|f| {
+            f.kind == FaultKind::CrashBefore
+                && third.is_some_and(|at| f.effect == 3 * at as u32 + 2)
+        });
+        Outcome {
+            violation: broken.then(|| Violation {
+                invariant: "one-email-per-order".into(),
+                message: "o-3 got 2 emails".into(),
+            }),
+            faults,
+            redeliveries_used: 0,
+            redeliveries_refused: 0,
+            choices: vec![],
+            switches: vec![],
+            trace: vec![format!("{schedule:?}")],
+            fingerprint: fingerprint_of(schedule),
+        }
+    }
+
+    #[test]
+    fn drops_events_whose_messages_came_before_the_crash_in_a_shared_batch() {
+        let crash = |effect: u32| Fault {
+            kind: FaultKind::CrashBefore,
+            invocation: "batch-1#1".into(),
+            event: None,
+            effect,
+            label: "D1:DB run".into(),
+        };
+        let original = Schedule {
+            base_seed: 7,
+            events: vec![0, 1, 2],
+            faults: vec![crash(8)],
+            redeliveries_max: 0,
+            choices: vec![],
+        };
+        let first = batch_oracle(&original);
+        let mut shrinker = Shrinker::new(
+            original.clone(),
+            first.violation.clone().unwrap(),
+            first.fingerprint,
+            1_000,
+        )
+        .for_events(vec!["msg-1".into(), "msg-2".into(), "msg-3".into()]);
+        while let Some(candidate) = shrinker.next_candidate() {
+            shrinker.report(batch_oracle(&candidate.schedule)).unwrap();
+        }
+        let best = &shrinker.best().schedule;
+        assert_eq!(best.events, vec![2]);
+        assert_eq!(best.faults, vec![crash(2)]);
     }
 
     #[test]
