@@ -191,6 +191,8 @@ export function renderTrace(trace: readonly string[]): string {
   const labels = new Map<string, string>();
   /** The label of the effect that hosted the callee that ended last, while its caller goes on. */
   let hostedBy = "DO:";
+  /** Whether the object's storage calls since the last step went at its own level (see "call"). */
+  let objectLevel = false;
   let previous: Step | undefined;
   const line = (depth: number, text: string): void => {
     out.push(`${INDENT.repeat(depth)}${text}`);
@@ -286,9 +288,13 @@ export function renderTrace(trace: readonly string[]): string {
         // A Durable Object's storage call is no part of an effect on another binding (a D1
         // statement, a fetch): the object made it after that call came back, so it goes with the
         // object's own steps.
-        if (step.text.startsWith("DO:") && !(inEffect ? effectLabel : hostedBy).startsWith("DO:")) {
+        if (
+          step.text.startsWith("DO:") &&
+          (objectLevel || !(inEffect ? effectLabel : hostedBy).startsWith("DO:"))
+        ) {
           line(depthNow, step.text);
           inEffect = false;
+          objectLevel = true;
         } else line(depthNow + 1, step.text);
         break;
       case "outcome": {
@@ -327,6 +333,7 @@ export function renderTrace(trace: readonly string[]): string {
     // next step are the caller's own.
     if (step.kind === "outcome") hostedBy = labels.get(step.invocation) ?? "DO:";
     else if (!untitled) hostedBy = "DO:";
+    if (!untitled) objectLevel = false;
     previous = step;
   });
   return out.join("\n");

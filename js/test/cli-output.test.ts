@@ -419,7 +419,7 @@ describe("a run step by step", () => {
 });
 
 describe("a Durable Object's storage calls in the step-by-step listing", () => {
-  it("sit with the object's own steps after a call on another binding came back", () => {
+  it("sit with the object's own steps after a call on another binding came back, every one of them", () => {
     const text = renderTrace([
       "deliver req-1#1",
       "req-1#1 effect #0 DO:CART checkout: proceed",
@@ -428,6 +428,7 @@ describe("a Durable Object's storage calls in the step-by-step listing", () => {
       "req-1#1/0 effect #0 D1:DB run: proceed",
       "  D1 DB: INSERT INTO t VALUES (1) -> 1 changed",
       '  DO:Cart/"ann" storage.put("step", 1)',
+      '  DO:Cart/"ann" storage.put("total", 9)',
       "req-1#1/0 effect #1 Service:PAYMENTS charge: proceed",
       "host req-1#1/0/1",
       "req-1#1/0/1 returned 7",
@@ -444,6 +445,7 @@ describe("a Durable Object's storage calls in the step-by-step listing", () => {
       "        D1 DB: INSERT INTO t VALUES (1)",
       "          -> 1 changed",
       '      DO:Cart/"ann" storage.put("step", 1)',
+      '      DO:Cart/"ann" storage.put("total", 9)',
       "      effect #1 Service:PAYMENTS charge: proceed",
       "        req-1#1/0/1, hosted by req-1#1/0 effect #1",
       "          returned 7",
