@@ -112,6 +112,20 @@ describe("--json follows docs/eutaxy.check.v1.schema.json", () => {
     });
   }
 
+  it("validates warnings of every kind a check of the fixtures gives", () => {
+    const fixtures = `${root}js/test/fixtures`;
+    const runs = [
+      { cwd: `${fixtures}/module-state`, file: "./numbering.fixed.sim.ts", kinds: ["module-state"] },
+      { cwd: `${fixtures}/warnings`, file: "./lookup.sim.ts", kinds: ["no-request-succeeded"] },
+    ];
+    for (const { cwd, file, kinds } of runs) {
+      const run = eutaxy(["check", file, "--json"], { cwd });
+      const json = JSON.parse(run.stdout) as Record<string, unknown>;
+      expect((json.warnings as { kind: string }[]).map((w) => w.kind)).toEqual(kinds);
+      expectDocumented(json);
+    }
+  });
+
   it("tells the verdicts apart: a field of another verdict, or one missing, is invalid", () => {
     const json = planted().json;
     expect(validate({ ...json, verdict: "BOUNDED" })).toBe(false);
