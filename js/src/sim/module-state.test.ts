@@ -17,6 +17,8 @@ const BUNDLE = [
   'var import_cloudflare_workers = require("cloudflare:workers");',
   "var count = 0;",
   "var seen = new Set();",
+  "var reads = { count: 0 };",
+  "var lazy = { get value() { reads.count++; return 1; } };",
   "var router = new Router();",
   "var Thing = class {",
   "  static made = 0;",
@@ -24,7 +26,7 @@ const BUNDLE = [
   "var text = `",
   "var notAVariable = 1;",
   "`;",
-  "module.exports = { count: () => count, bump: () => { count++; }, see: (x) => seen.add(x), route: () => router.match(), make: () => { Thing.made++; } };",
+  "module.exports = { reads: () => reads.count, count: () => count, bump: () => { count++; }, see: (x) => seen.add(x), route: () => router.match(), make: () => { Thing.made++; } };",
 ].join("\n");
 
 /** Evaluates `BUNDLE` with its hook as a Worker's factory is evaluated: its exports and its reader. */
@@ -40,7 +42,17 @@ function instantiate(): { exports: Record<string, (x?: unknown) => unknown>; rea
 describe("withStateHook", () => {
   it("reads the top-level variables of the Worker's own files, not a library's or the runtime's", () => {
     const { reader } = instantiate();
-    expect(reader.names).toEqual(["src_exports", "count", "seen", "router", "Thing", "text", "notAVariable"]);
+    expect(reader.names).toEqual([
+      "src_exports",
+      "count",
+      "seen",
+      "reads",
+      "lazy",
+      "router",
+      "Thing",
+      "text",
+      "notAVariable",
+    ]);
     // A line inside a template literal names no variable: it reads undefined, not a throw.
     expect(reader.values().at(-1)).toBeUndefined();
   });
@@ -75,6 +87,13 @@ describe("ModuleStateWatch", () => {
     // Between steps only one level is compared, which is cheap; the end compares everything.
     expect(watch.changed()).toBeUndefined();
     expect(watch.finished()).toEqual({ worker: "w", variable: "Thing" });
+  });
+
+  it("runs no getter of the Worker's: that would be its code, outside any invocation", () => {
+    const { exports, watch } = watching();
+    expect(watch.changed()).toBeUndefined();
+    expect(watch.finished()).toBeUndefined();
+    expect(exports.reads?.()).toBe(0);
   });
 
   it("leaves the insides of a library's object to the library", () => {

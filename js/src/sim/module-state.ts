@@ -228,8 +228,7 @@ const FUNCTION_OWN: ReadonlySet<string> = new Set(["prototype", "length", "name"
 
 /**
  * `values` one level down, flat: each value, then for a Map or Set its size, for an array its
- * length, for a plain object its own enumerable keys and values (read directly: the getters of a
- * plain object are rare, and esbuild's exports objects are not watched).
+ * length, for a plain object its own enumerable keys and data values (a getter by identity).
  */
 function shallow(values: readonly unknown[]): unknown[] {
   const flat: unknown[] = [];
@@ -241,9 +240,11 @@ function shallow(values: readonly unknown[]): unknown[] {
     else if (Object.getPrototypeOf(value) === Object.prototype) {
       let keys = 0;
       for (const key in value) {
-        if (!Object.hasOwn(value, key)) continue;
+        // A getter is not read: it is the Worker's code, which would run outside any invocation.
+        const descriptor = Object.getOwnPropertyDescriptor(value, key);
+        if (!descriptor) continue;
         keys++;
-        flat.push(key, (value as Record<string, unknown>)[key]);
+        flat.push(key, "value" in descriptor ? descriptor.value : descriptor.get);
       }
       flat.push(keys);
     }
