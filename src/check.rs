@@ -997,8 +997,9 @@ impl Check {
     fn first_violation(&mut self) -> Result<Option<Violation>> {
         d1::set_now_ms(self.sql_now_ms());
         for (spec, baseline) in self.config.invariants.iter().zip(&self.baselines) {
-            // A run that keeps a trace shows what a query the scenario wrote read, as the reads
-            // of its custom invariants show: the rows that break it are the story's end.
+            // A run that keeps a trace shows what each invariant's query read (the scenario's,
+            // or the one a `unique` invariant makes), as the reads of its custom invariants
+            // show: the rows that break it are the story's end.
             let run = &mut self.run;
             let violation = invariant::evaluate_reading(
                 spec,

@@ -70,8 +70,9 @@ pub fn evaluate(
     evaluate_reading(spec, baseline, databases, |_, _, _| {})
 }
 
-/// `evaluate`, telling `read` the database, SQL and result of a query the scenario wrote (a
-/// `query` or `conserved` invariant's), so that a traced run can show what it read.
+/// `evaluate`, telling `read` the database, SQL and result of each query it made (the one the
+/// scenario wrote, or the one a `unique` invariant makes), so that a traced run can show what
+/// it read.
 pub fn evaluate_reading(
     spec: &InvariantSpec,
     baseline: Option<&Value>,
@@ -90,7 +91,7 @@ pub fn evaluate_reading(
             db,
             table,
             columns,
-        } => evaluate_unique(name, db, table, columns, databases),
+        } => evaluate_unique(name, db, table, columns, databases, read),
         InvariantSpec::Query { name, db, sql } => {
             let result = databases
                 .run(db, sql, &[])
@@ -209,6 +210,7 @@ fn evaluate_unique(
     table: &str,
     columns: &[String],
     databases: &mut Databases,
+    mut read: impl FnMut(&str, &str, &RawResult),
 ) -> Result<Option<Violation>> {
     debug_assert!(!columns.is_empty(), "validated at seal");
     let quoted: Vec<String> = columns.iter().map(|c| identifier(c)).collect();
@@ -228,6 +230,7 @@ fn evaluate_unique(
     let result = databases
         .run(db, &sql, &[])
         .map_err(|e| Error::new(format!("invariant {name}: {e}")))?;
+    read(db, &sql, &result);
     let Some(row) = result.rows.first() else {
         return Ok(None);
     };

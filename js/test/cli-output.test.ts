@@ -394,6 +394,12 @@ describe("a run step by step", () => {
     expect(lines[at - 1]).toBe("");
     expect(lines[at + 1]).toBe("");
     expectListing(lines.slice(at + 2));
+    // It ends with what the unique() invariant read, the rows that break it.
+    expect(lines.slice(-3)).toEqual([
+      "after the last step (the invariants read the final state):",
+      '  D1 payments/DB: SELECT "order_id", COUNT(*) FROM "charges" WHERE "order_id" IS NOT NULL GROUP BY "order_id" HAVING COUNT(*) > 1 ORDER BY "order_id" LIMIT 1',
+      '    -> 1 rows ("o-2", 2)',
+    ]);
   });
 
   it("rejects a replay without a run seed, or with a malformed one, as bad input", () => {
