@@ -18,6 +18,7 @@ const BUNDLE = [
   "var count = 0;",
   "var seen = new Set();",
   "var reads = { count: 0 };",
+  'var locks = new Map([["export", { held: false }]]);',
   "var lazy = { get value() { reads.count++; return 1; } };",
   "var router = new Router();",
   "var Thing = class {",
@@ -26,7 +27,7 @@ const BUNDLE = [
   "var text = `",
   "var notAVariable = 1;",
   "`;",
-  "module.exports = { reads: () => reads.count, count: () => count, bump: () => { count++; }, see: (x) => seen.add(x), route: () => router.match(), make: () => { Thing.made++; } };",
+  'module.exports = { flip: () => { const l = locks.get("export"); l.held = !l.held; }, reads: () => reads.count, count: () => count, bump: () => { count++; }, see: (x) => seen.add(x), route: () => router.match(), make: () => { Thing.made++; } };',
 ].join("\n");
 
 /** Evaluates `BUNDLE` with its hook as a Worker's factory is evaluated: its exports and its reader. */
@@ -47,6 +48,7 @@ describe("withStateHook", () => {
       "count",
       "seen",
       "reads",
+      "locks",
       "lazy",
       "router",
       "Thing",
@@ -81,18 +83,19 @@ describe("ModuleStateWatch", () => {
     expect(watch.changed()).toEqual({ worker: "w", variable: "seen" });
   });
 
-  it("sees a change deeper down, a class's static field, by the end of the run", () => {
+  it("sees a change deeper down: a class's static field, a value in a Map", () => {
     const { exports, watch } = watching();
     exports.make?.();
-    // Between steps only one level is compared, which is cheap; the end compares everything.
-    expect(watch.changed()).toBeUndefined();
-    expect(watch.finished()).toEqual({ worker: "w", variable: "Thing" });
+    expect(watch.changed()).toEqual({ worker: "w", variable: "Thing" });
+    exports.flip?.();
+    expect(watch.changed()).toEqual({ worker: "w", variable: "locks" });
+    exports.flip?.();
+    expect(watch.changed()).toEqual({ worker: "w", variable: "locks" });
   });
 
   it("runs no getter of the Worker's: that would be its code, outside any invocation", () => {
     const { exports, watch } = watching();
     expect(watch.changed()).toBeUndefined();
-    expect(watch.finished()).toBeUndefined();
     expect(exports.reads?.()).toBe(0);
   });
 
@@ -100,6 +103,5 @@ describe("ModuleStateWatch", () => {
     const { exports, watch } = watching();
     exports.route?.();
     expect(watch.changed()).toBeUndefined();
-    expect(watch.finished()).toBeUndefined();
   });
 });

@@ -7,8 +7,8 @@
  * What is watched: the top-level variables of the Worker's own files (not `node_modules`, not a
  * module it imports from the runtime), as the bundle declares them. Their values are read through
  * a function appended to the bundle (`withStateHook`), which both runtimes evaluate with the
- * module, and compared between steps: a variable given a new value, or a plain object, array,
- * Map, Set or object of a class of the Worker's own files changed in place. Any other object (a
+ * module, and compared after every step: a variable given a new value, or a plain object, array,
+ * Map, Set or object of a class of the Worker's own files changed in place, at any depth. Any other object (a
  * router or client of a library, a binding, a Request) is compared by identity only: its insides
  * are not the Worker's, and a library builds them lazily on a first request.
  */
@@ -65,7 +65,7 @@ export function withStateHook(body: string): string {
   return `${body}\n;module.${MODULE_STATE_KEY} = { ${reader} };\n`;
 }
 
-/** Nodes of a module's state read at most per snapshot; past them, a change goes unseen. */
+/** Values of a module's state read at most per snapshot; past them, a change goes unseen. */
 const NODES_MAX = 10_000;
 
 interface Watched {
@@ -73,29 +73,24 @@ interface Watched {
   readonly reader: ModuleStateReader;
   /** The prototypes of the classes the module's own files declare: their objects are its data. */
   own: Set<unknown>;
+  /** Its state as the last step left it, flattened (see `flatten`), and where each variable's ends. */
+  last: unknown[];
+  ends: number[];
 }
 
 /**
  * Watches the module-level state of a run's Worker instances: `changed`, asked after every step,
- * compares each variable's value with the last step's, and a Map's or Set's size, an array's
- * length and a plain object's own values one level down, which is cheap; `finished`, asked at
- * the end of the run, compares everything of the Worker's own they hold with how it started.
+ * compares each variable, and everything of the Worker's own it holds, with the last step's.
  */
 export class ModuleStateWatch {
   private readonly modules: Watched[] = [];
-  /** Identities of the objects seen, kept for the run, so that a new object never reads as an old one. */
-  private readonly ids = new WeakMap<object, number>();
-  private objects = 0;
-  /** Each module's digests as the run started. */
-  private first: string[][] = [];
-  /** Each module's values as the last step left them, one level down. */
-  private last: unknown[][] = [];
+  private readonly seen = new Set<object>();
 
   /** Adds a Worker's module instance; one without a reader (none appended) is not watched. */
   add(worker: string, exports: Record<string, unknown>): void {
     const reader = (exports as { [MODULE_STATE_KEY]?: ModuleStateReader })[MODULE_STATE_KEY];
     if (!reader || reader.names.length === 0) return;
-    this.modules.push({ worker, reader, own: new Set() });
+    this.modules.push({ worker, reader, own: new Set(), last: [], ends: [] });
   }
 
   /** Takes the state as it is now as the one later steps are compared with. */
@@ -105,151 +100,100 @@ export class ModuleStateWatch {
         typeof v === "function" ? (v as { prototype?: unknown }).prototype : undefined,
       );
       module.own = new Set(prototypes.filter((p) => typeof p === "object" && p !== null));
+      this.snapshot(module);
     }
-    this.first = this.modules.map((m) => this.snapshot(m) ?? []);
-    this.last = this.modules.map((m) => shallow(readValues(m.reader) ?? []));
   }
 
-  /** The first variable the last step changed, one level down, naming its Worker. */
+  /** The first variable the last step changed, at any depth of the Worker's own data. */
   changed(): { readonly worker: string; readonly variable: string } | undefined {
-    for (let i = 0; i < this.modules.length; i++) {
-      const module = this.modules[i] as Watched;
-      const values = readValues(module.reader);
-      if (!values) continue;
-      const now = shallow(values);
-      const before = this.last[i] as unknown[];
-      this.last[i] = now;
-      if (now.length !== before.length) return this.named(module, values, before);
-      for (let j = 0; j < now.length; j++) {
-        if (!Object.is(now[j], before[j])) return this.named(module, values, before);
-      }
+    for (const module of this.modules) {
+      const before = module.last;
+      if (!this.snapshot(module)) continue;
+      const now = module.last;
+      let at = 0;
+      while (at < now.length && at < before.length && Object.is(now[at], before[at])) at++;
+      if (at === now.length && at === before.length) continue;
+      const variable = module.ends.findIndex((end) => at < end);
+      return {
+        worker: module.worker,
+        variable: module.reader.names[variable < 0 ? module.reader.names.length - 1 : variable] as string,
+      };
     }
     return undefined;
   }
 
-  /** The first variable the run changed, at any depth of the Worker's own data, as it ends. */
-  finished(): { readonly worker: string; readonly variable: string } | undefined {
-    for (const [i, module] of this.modules.entries()) {
-      const now = this.snapshot(module);
-      const at = now ? now.findIndex((digest, j) => digest !== this.first[i]?.[j]) : -1;
-      if (at >= 0) return { worker: module.worker, variable: module.reader.names[at] as string };
-    }
-    return undefined;
-  }
-
-  /** Which variable of `module` a shallow change of `before` is in. */
-  private named(
-    module: Watched,
-    values: readonly unknown[],
-    before: readonly unknown[],
-  ): { readonly worker: string; readonly variable: string } {
-    let offset = 0;
-    for (const [j, value] of values.entries()) {
-      const part = shallow([value]);
-      if (part.some((p, k) => !Object.is(p, before[offset + k]))) {
-        return { worker: module.worker, variable: module.reader.names[j] as string };
-      }
-      offset += part.length;
-    }
-    return { worker: module.worker, variable: module.reader.names.at(-1) as string };
-  }
-
-  /** One digest per variable of `module`; undefined when its reader throws. */
-  private snapshot(module: Watched): string[] | undefined {
+  /** Reads `module`'s state into its `last` and `ends`; false when its reader throws. */
+  private snapshot(module: Watched): boolean {
     const values = readValues(module.reader);
-    if (!values) return undefined;
+    if (!values) return false;
+    const flat: unknown[] = [];
+    const ends: number[] = [];
     const budget = { nodes: NODES_MAX };
-    return values.map((value) => this.digest(value, module.own, budget));
-  }
-
-  private id(object: object): number {
-    let id = this.ids.get(object);
-    if (id === undefined) {
-      id = ++this.objects;
-      this.ids.set(object, id);
+    for (const value of values) {
+      this.seen.clear();
+      flatten(value, module.own, flat, this.seen, budget, true);
+      ends.push(flat.length);
     }
-    return id;
-  }
-
-  /** A text that differs when `value` or any data of the Worker's own it holds differs. */
-  private digest(value: unknown, own: Set<unknown>, budget: { nodes: number }): string {
-    const parts: string[] = [];
-    const seen = new Set<object>();
-    const properties = (object: object, skip?: ReadonlySet<string>) => {
-      // Data properties only: a getter may do anything, and esbuild's exports are getters of
-      // variables read on their own.
-      for (const [key, descriptor] of Object.entries(Object.getOwnPropertyDescriptors(object))) {
-        if (!("value" in descriptor) || skip?.has(key)) continue;
-        parts.push(key);
-        visit(descriptor.value);
-      }
-    };
-    const visit = (v: unknown, top = false): void => {
-      if (--budget.nodes < 0) return;
-      if (v === null || (typeof v !== "object" && typeof v !== "function")) {
-        parts.push(typeof v === "string" ? JSON.stringify(v) : `${typeof v}:${String(v)}`);
-        return;
-      }
-      const object = v as object;
-      parts.push(`#${this.id(object)}`);
-      // A function's insides only for the module's own (a class's static fields); an object's
-      // only for data of the Worker's own kinds.
-      if (seen.has(object) || (typeof v === "function" ? !top : !ownData(object, own))) return;
-      seen.add(object);
-      if (typeof v === "function") {
-        // Most functions and classes have only what the language gives them.
-        if (Object.getOwnPropertyNames(object).some((key) => !FUNCTION_OWN.has(key))) {
-          properties(object, FUNCTION_OWN);
-        }
-      } else if (v instanceof Map) {
-        parts.push(`Map${v.size}`);
-        for (const [key, item] of v) {
-          visit(key);
-          visit(item);
-        }
-      } else if (v instanceof Set) {
-        parts.push(`Set${v.size}`);
-        for (const item of v) visit(item);
-      } else if (v instanceof Date) {
-        parts.push(`Date${v.getTime()}`);
-      } else if (ArrayBuffer.isView(v)) {
-        parts.push(`bytes${new Uint8Array(v.buffer, v.byteOffset, v.byteLength).join(",")}`);
-      } else {
-        properties(object);
-      }
-    };
-    visit(value, true);
-    return parts.join(" ");
+    module.last = flat;
+    module.ends = ends;
+    return true;
   }
 }
 
-/** A function's own properties that are not state: what the language gives every function. */
-const FUNCTION_OWN: ReadonlySet<string> = new Set(["prototype", "length", "name"]);
-
 /**
- * `values` one level down, flat: each value, then for a Map or Set its size, for an array its
- * length, for a plain object its own enumerable keys and data values (a getter by identity).
+ * Appends `value` to `out` as a change would show: a primitive as it is, an object by identity,
+ * and, for the Worker's own data (`ownData`), what it holds: a Map's or Set's size and entries,
+ * an array's length and items, an object's own enumerable keys and data values (a getter by
+ * identity: it is the Worker's code, which the watch does not run), a Date's time, bytes; for a
+ * function of the module itself (`top`), its own enumerable properties (a class's static fields).
  */
-function shallow(values: readonly unknown[]): unknown[] {
-  const flat: unknown[] = [];
-  for (const value of values) {
-    flat.push(value);
-    if (value === null || typeof value !== "object") continue;
-    if (value instanceof Map || value instanceof Set) flat.push(value.size);
-    else if (Array.isArray(value)) flat.push(value.length);
-    else if (Object.getPrototypeOf(value) === Object.prototype) {
-      let keys = 0;
-      for (const key in value) {
-        // A getter is not read: it is the Worker's code, which would run outside any invocation.
-        const descriptor = Object.getOwnPropertyDescriptor(value, key);
-        if (!descriptor) continue;
-        keys++;
-        flat.push(key, "value" in descriptor ? descriptor.value : descriptor.get);
-      }
-      flat.push(keys);
+function flatten(
+  value: unknown,
+  own: Set<unknown>,
+  out: unknown[],
+  seen: Set<object>,
+  budget: { nodes: number },
+  top = false,
+): void {
+  if (--budget.nodes < 0) return;
+  out.push(value);
+  if (value === null || (typeof value !== "object" && typeof value !== "function")) return;
+  const object = value as object;
+  if (seen.has(object) || (typeof value === "function" ? !top : !ownData(object, own))) return;
+  seen.add(object);
+  if (value instanceof Map) {
+    out.push(value.size);
+    for (const [key, item] of value) {
+      flatten(key, own, out, seen, budget);
+      flatten(item, own, out, seen, budget);
     }
+  } else if (value instanceof Set) {
+    out.push(value.size);
+    for (const item of value) flatten(item, own, out, seen, budget);
+  } else if (Array.isArray(value)) {
+    out.push(value.length);
+    for (const item of value) flatten(item, own, out, seen, budget);
+  } else if (value instanceof Date) {
+    out.push(value.getTime());
+  } else if (ArrayBuffer.isView(value)) {
+    const bytes = new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+    out.push(bytes.length);
+    for (const byte of bytes) {
+      if (--budget.nodes < 0) return;
+      out.push(byte);
+    }
+  } else {
+    let keys = 0;
+    for (const key of Object.keys(object)) {
+      const descriptor = Object.getOwnPropertyDescriptor(object, key);
+      if (!descriptor) continue;
+      keys++;
+      out.push(key);
+      if ("value" in descriptor) flatten(descriptor.value, own, out, seen, budget);
+      else out.push(descriptor.get);
+    }
+    out.push(keys);
   }
-  return flat;
 }
 
 /** What `reader` reads now; undefined when it throws (the module is then taken as unchanged). */

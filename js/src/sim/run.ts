@@ -490,11 +490,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
         }
         if (work) steps.push(this.platformStep(work));
       }
-      if (steps.length === 0) {
-        if (this.moduleState && !this.moduleStateChanged)
-          this.moduleStateChanged = this.moduleState.finished();
-        return;
-      }
+      if (steps.length === 0) return;
       let chosen: number;
       try {
         chosen = this.engine.choose(steps.map((step) => step.option));
