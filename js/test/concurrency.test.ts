@@ -330,6 +330,8 @@ describe("module-level state, which partial-order reduction cannot see", () => {
     expect((await check(numbering("numbering.sim.ts"))).verdict).toBe("VIOLATED");
     // The same in a Map the module keeps, changed in place.
     expect((await check(numbering("numbering.cache.sim.ts"))).verdict).toBe("VIOLATED");
+    // A lock in a nested object, taken and released within each request.
+    expect((await check(numbering("numbering.lock.sim.ts"))).verdict).toBe("VIOLATED");
   });
 
   it("turns the reduction off once a run changes it, and the report names the variable", async () => {
