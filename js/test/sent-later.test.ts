@@ -43,6 +43,16 @@ describe("a request sent at a given time", () => {
     if (late.verdict === "VIOLATED") expect(late.message).toBe('batches: ["a"] | ["b"]');
   });
 
+  it("waits, one invocation at a time, for an alarm still at work, and the trace says until when", async () => {
+    const result = await check(fixture("batch.while-sending.sim.ts"));
+    expect(result.verdict).toBe("VIOLATED");
+    if (result.verdict !== "VIOLATED") return;
+    expect(result.message).toBe('batches: ["a"] | ["b"]');
+    expect(result.trace).toContain(
+      "req-2 sent at 700 ms, delivered at 802 ms, when the work before it let it in",
+    );
+  });
+
   it("is sent on time, but its call to the object may arrive after the alarm", async () => {
     // Two invocations at once: sending at 100 ms does not make the call reach the object before
     // the alarm at 500 ms, which may ring while the call is on its way.

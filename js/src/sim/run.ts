@@ -453,11 +453,22 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     }
   }
 
-  /** A driver's event sent at a later time: the clock moves to it. */
+  /**
+   * A driver's event sent at a given time: the clock moves to it. One the invocations before it
+   * kept from being delivered then (one at a time, an alarm that waits on a timer past it) is
+   * delivered late, and the trace says when.
+   */
   private sendAt(event: SimEvent): void {
-    if (event.atMs === undefined || event.atMs <= this.nowMs()) return;
-    this.advanceClockTo(event.atMs);
-    this.trace(`${event.id} sent at ${event.atMs - CLOCK_START_MS} ms`);
+    if (event.atMs === undefined) return;
+    const sent = `${event.id} sent at ${event.atMs - CLOCK_START_MS} ms`;
+    if (event.atMs >= this.nowMs()) {
+      this.advanceClockTo(event.atMs);
+      this.trace(sent);
+    } else {
+      this.trace(
+        `${sent}, delivered at ${this.nowMs() - CLOCK_START_MS} ms, when the work before it let it in`,
+      );
+    }
   }
 
   /**
