@@ -120,6 +120,15 @@ function interleaving(result: Extract<CheckResult, { verdict: "VIOLATED" }>): st
     if (step.kind === "outcome" && step.what === "finished" && !step.invocation.includes("/")) {
       return [`${step.invocation} finished`];
     }
+    // A request the runtime canceled, its code waiting on what nothing settles, is answered 500.
+    if (
+      step.kind === "other" &&
+      step.invocation &&
+      !step.invocation.includes("/") &&
+      step.text.startsWith("hung: ")
+    ) {
+      return [`${step.invocation} hung, so the runtime canceled it and answered 500`];
+    }
     // A request whose handler threw is answered 500 by the runtime.
     if (step.kind === "outcome" && step.what === "threw" && !step.invocation.includes("/")) {
       const error = step.detail.split("\n")[0] ?? "";

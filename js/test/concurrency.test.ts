@@ -239,6 +239,8 @@ describe("a promise a module shares between requests", () => {
     expect(result.message).toBe("req-1 got 500 on delivery 2");
     expect(result.faults).toEqual([expect.objectContaining({ kind: "crash_before", invocation: "req-1#1" })]);
     expect(result.trace).toContain("req-1#2 hung: the runtime canceled it");
+    // The report's steps say what became of it, as they say a request threw.
+    expect(renderReport(result)).toContain("  req-1#2 hung, so the runtime canceled it and answered 500\n");
   });
 });
 
