@@ -216,6 +216,9 @@ fn finds_and_shrinks_the_violation() {
             "redeliver req-2#2",
             "req-2#2 effect #0 Service:PAYMENTS charge: proceed",
             "  D1 payments/DB: INSERT INTO charges (order_id) VALUES ('o-2') -> 1 changed",
+            // What the unique() invariant read: the rows that break it.
+            "  D1 payments/DB: SELECT \"order_id\", COUNT(*) FROM \"charges\" WHERE \"order_id\" IS NOT NULL \
+             GROUP BY \"order_id\" HAVING COUNT(*) > 1 ORDER BY \"order_id\" LIMIT 1 -> 1 rows (\"o-2\", 2)",
         ]
     );
     // Deepest first: req-3's faults are tried before req-2's, and the violation is the second
@@ -282,6 +285,9 @@ fn the_run_seed_replays_the_shrunk_run() {
             trace: vec![
                 "req-2#1 effect #0 Service:PAYMENTS charge: proceed".into(),
                 "  D1 payments/DB: INSERT INTO charges (order_id) VALUES ('o-2') -> 1 changed"
+                    .into(),
+                "  D1 payments/DB: SELECT \"order_id\", COUNT(*) FROM \"charges\" WHERE \"order_id\" IS NOT \
+                 NULL GROUP BY \"order_id\" HAVING COUNT(*) > 1 ORDER BY \"order_id\" LIMIT 1 -> 0 rows "
                     .into(),
             ],
         }
