@@ -201,6 +201,15 @@ describe("blockConcurrencyWhile with more than one call waiting (examples/seats-
   });
 });
 
+describe("an alarm set while the object's alarm handler runs", () => {
+  it("waits for the handler to finish, as workerd queues it: one alarm at a time", async () => {
+    // Jobs stored while the handler sends set a new alarm; had it rung at once, the handler
+    // would have started a second time beside the first and noted it.
+    const result = await check(fixture("alarm-serial/serial.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+  });
+});
+
 describe("an alarm that releases a hold a confirmation took while its notice was in flight", () => {
   it("is reported as the race it is, with no fault, though a crash can stand in for a switch", async () => {
     // Found with the alarm's crash before its notice: the confirmation then runs next, as the

@@ -371,6 +371,9 @@ function alarmHooks(run: RunContext, slot: ObjectSlot): StorageHooks {
     alarmSet: (generation) =>
       run.later({
         kind: "alarm",
+        // An object runs one alarm at a time: one set while its alarm handler runs waits for the
+        // handler to finish (workerd queues it), and replaces that alarm's retries.
+        limit: { group: `alarm ${objectResource(slot)}`, max: 1 },
         dueMs: () => {
           const alarm = readAlarm(slot.store);
           return alarm?.generation === generation ? alarm.time : undefined;
