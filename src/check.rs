@@ -1193,6 +1193,9 @@ fn describe_result(result: &RawResult) -> String {
     } else {
         ""
     };
+    if rows.is_empty() {
+        return "0 rows".to_string();
+    }
     format!("{} rows {}{more}", result.rows.len(), rows.join(" "))
 }
 

@@ -287,7 +287,7 @@ fn the_run_seed_replays_the_shrunk_run() {
                 "  D1 payments/DB: INSERT INTO charges (order_id) VALUES ('o-2') -> 1 changed"
                     .into(),
                 "  D1 payments/DB: SELECT \"order_id\", COUNT(*) FROM \"charges\" WHERE \"order_id\" IS NOT \
-                 NULL GROUP BY \"order_id\" HAVING COUNT(*) > 1 ORDER BY \"order_id\" LIMIT 1 -> 0 rows "
+                 NULL GROUP BY \"order_id\" HAVING COUNT(*) > 1 ORDER BY \"order_id\" LIMIT 1 -> 0 rows"
                     .into(),
             ],
         }
