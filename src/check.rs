@@ -89,6 +89,8 @@ pub struct RunPlan {
     pub phase: Phase,
     /// Whether the run keeps a trace; when not, the host need not send its lines.
     pub trace: bool,
+    /// Whether every binding call's answer is a step of its own (`Schedule::split_answers`).
+    pub split_answers: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -154,6 +156,8 @@ struct Active {
 pub struct Check {
     config: CheckConfig,
     base_seed: u64,
+    /// The config's `split_answers`, or the replayed run seed's.
+    split_answers: bool,
     databases: Databases,
     /// What each `conserved` invariant's query returned after setup, by invariant; `None` for
     /// the other kinds. Filled by `seal`.
@@ -195,13 +199,14 @@ impl Check {
             Some(text) => State::Replay(Schedule::decode(text, &config.events)?),
             None => State::Explore(Self::explorer(&config, base_seed, config.strategy)),
         };
-        let init_seed = match &state {
-            State::Replay(schedule) => schedule.base_seed,
-            _ => base_seed,
+        let (init_seed, split_answers) = match &state {
+            State::Replay(schedule) => (schedule.base_seed, schedule.split_answers),
+            _ => (base_seed, config.split_answers),
         };
         Ok(Self {
             config,
             base_seed,
+            split_answers,
             databases: Databases::new(),
             baselines: Vec::new(),
             state,
@@ -389,6 +394,7 @@ impl Check {
             events,
             phase,
             trace,
+            split_answers: self.split_answers,
         }))
     }
 
@@ -516,7 +522,11 @@ impl Check {
                 options.len()
             )));
         }
-        if let Some(step) = self.run.take_chosen().filter(|s| s.effect.is_some()) {
+        if let Some(step) = self
+            .run
+            .take_chosen()
+            .filter(|s| s.effect.is_some() && !s.answer)
+        {
             return Err(Error::new(format!(
                 "choose was called before the decide of the step chosen last ({})",
                 step.label
@@ -671,6 +681,7 @@ impl Check {
             faults: self.run.faults().to_vec(),
             redeliveries_max,
             choices: self.run.choices(),
+            split_answers: self.split_answers,
         }
         .encode(&self.config.events)
     }
@@ -882,6 +893,7 @@ impl Check {
                         faults: self.run.faults().to_vec(),
                         redeliveries_max: self.config.max_redeliveries,
                         choices: self.run.choices(),
+                        split_answers: self.split_answers,
                     };
                     self.found_by = explorer.name();
                     State::Shrink(Box::new(
@@ -941,6 +953,9 @@ impl Check {
                 }
                 if let Some(choice) = unapplied {
                     let step = |step: &crate::schedule::Step| match step.effect {
+                        Some(effect) if step.answer => {
+                            format!("the answer of {} effect #{effect}", step.invocation)
+                        }
                         Some(effect) => format!("{} effect #{effect}", step.invocation),
                         None => format!("the delivery of {}", step.invocation),
                     };

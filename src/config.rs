@@ -64,6 +64,10 @@ pub struct CheckConfig {
     /// Partial-order reduction in exhaustive search; off only to compare against it.
     #[serde(default = "yes", deserialize_with = "yes_if_absent")]
     pub partial_order_reduction: bool,
+    /// Whether the host makes every binding call's answer a step of its own in interleaved runs
+    /// (see `Schedule::split_answers`); a replay takes it from its run seed instead.
+    #[serde(default, deserialize_with = "default_if_absent")]
+    pub split_answers: bool,
 }
 
 // The host spells an absent optional field as `undefined` as often as it leaves it out; both
@@ -221,6 +225,7 @@ mod tests {
             pct_depth: 3,
             shard: None,
             partial_order_reduction: true,
+            split_answers: false,
         }
     }
 

@@ -121,6 +121,7 @@ mod tests {
                 invocation: Some((*p).into()),
                 effect: None,
                 footprint: vec![],
+                answer: false,
             })
             .collect()
     }

@@ -344,6 +344,7 @@ mod tests {
                     write: *write,
                 })
                 .collect(),
+            answer: false,
         }
     }
 

@@ -130,12 +130,15 @@ mod tests {
                 instead: Some(crate::schedule::Step {
                     invocation: "a".into(),
                     effect: None,
+                    answer: false,
                 }),
                 take: crate::schedule::Step {
                     invocation: "c".into(),
                     effect: None,
+                    answer: false,
                 },
             }],
+            split_answers: false,
         }
     }
 
@@ -179,6 +182,7 @@ mod tests {
                 invocation: None,
                 effect: None,
                 footprint: vec![],
+                answer: false,
             })
             .collect();
         let mut replay = Replay::new(schedule(), true);

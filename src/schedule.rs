@@ -22,11 +22,14 @@
 //! With concurrent invocations a fifth field lists, in order, the scheduling choices that were
 //! not the default (the default continues the invocation that ran the last step, else takes
 //! the first option): `<default step>=<step taken>` joined by `,`, a step being an invocation
-//! written as in faults, with `@<effect>` for an effect and without for a delivery. So
-//! `1.1@1=2.1` reads "instead of req-1#1's effect #1, deliver req-2#1". Steps are named, not
-//! numbered, so that a choice survives the removal of an unrelated event while shrinking. A
-//! run without such choices has no fifth field, so every run seed of a check without
-//! concurrency reads as before, and four-field seeds replay with default choices.
+//! written as in faults, with `@<effect>` for an effect, `@<effect>+` for the arrival of that
+//! effect's answer, and without either for a delivery. So `1.1@1=2.1` reads "instead of
+//! req-1#1's effect #1, deliver req-2#1". Steps are named, not numbered, so that a choice
+//! survives the removal of an unrelated event while shrinking. A run without such choices has
+//! no fifth field, so every run seed of a check without concurrency reads as before, and
+//! four-field seeds replay with default choices. A run in which every binding call's answer
+//! was a step of its own (`split_answers`) starts its fifth field with `+`: `…:3:+1.1@0+=2.1`,
+//! or `…:3:+` without choices.
 
 use std::fmt;
 
@@ -88,11 +91,13 @@ pub struct Fault {
 }
 
 /// A step as a schedule names it: the invocation, and the effect it performs (none for a
-/// delivery). An option without an invocation is named by its label.
+/// delivery), or, with `answer`, the effect whose answer reaches the invocation (written
+/// `@<effect>+`). An option without an invocation is named by its label.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
     pub invocation: String,
     pub effect: Option<u32>,
+    pub answer: bool,
 }
 
 impl Step {
@@ -100,11 +105,14 @@ impl Step {
         Self {
             invocation: option.process().to_string(),
             effect: option.effect,
+            answer: option.answer,
         }
     }
 
     pub fn is(&self, option: &crate::strategy::StepOption) -> bool {
-        self.invocation == option.process() && self.effect == option.effect
+        self.invocation == option.process()
+            && self.effect == option.effect
+            && self.answer == option.answer
     }
 }
 
@@ -126,6 +134,10 @@ pub struct Schedule {
     pub redeliveries_max: u32,
     /// In the order the run made them.
     pub choices: Vec<Choice>,
+    /// Whether every binding call's answer was a step of its own (the host's `answers: "all"`),
+    /// not only those of calls made in a Durable Object: written `+` at the head of the fifth
+    /// field.
+    pub split_answers: bool,
 }
 
 /// Where an invocation id of a driver event splits: the event's index, the delivery, and the
@@ -266,12 +278,18 @@ impl Schedule {
                 format!("{}{invocation}@{}", fault.kind.letter(), fault.effect)
             }))
         };
+        let marker = if self.split_answers { "+" } else { "" };
         let choices = if self.choices.is_empty() {
-            String::new()
+            if self.split_answers {
+                ":+".to_string()
+            } else {
+                String::new()
+            }
         } else {
             let step = |step: &Step| {
                 let invocation = encode_invocation(&step.invocation, events);
                 match step.effect {
+                    Some(effect) if step.answer => format!("{invocation}@{effect}+"),
                     Some(effect) => format!("{invocation}@{effect}"),
                     None => invocation,
                 }
@@ -280,7 +298,7 @@ impl Schedule {
                 let instead = c.instead.as_ref().map_or_else(|| "*".to_string(), step);
                 format!("{instead}={}", step(&c.take))
             }));
-            format!(":{items}")
+            format!(":{marker}{items}")
         };
         format!(
             "{:016x}:{}:{}:{}{choices}",
@@ -357,6 +375,10 @@ impl Schedule {
             ))
         })?;
         let mut choices: Vec<Choice> = Vec::new();
+        let (split_answers, choices_text) = match choices_text.map(|text| text.strip_prefix('+')) {
+            Some(Some(rest)) => (true, Some(rest).filter(|rest| !rest.is_empty())),
+            _ => (false, choices_text),
+        };
         if let Some(text) = choices_text {
             for item in text.split(',') {
                 let Some((instead, take)) = item.split_once('=') else {
@@ -365,18 +387,26 @@ impl Schedule {
                     )));
                 };
                 let step = |text: &str| -> std::result::Result<Step, String> {
-                    let (invocation, effect) = match text.rsplit_once('@') {
+                    let (invocation, effect, answer) = match text.rsplit_once('@') {
                         Some((invocation, effect)) => {
+                            let (effect, answer) = match effect.strip_suffix('+') {
+                                Some(effect) => (effect, true),
+                                None => (effect, false),
+                            };
                             let effect = parse_number(effect).ok_or_else(|| {
                                 format!("choice '{item}' has effect '{effect}', not a number")
                             })?;
-                            (invocation, Some(effect))
+                            (invocation, Some(effect), answer)
                         }
-                        None => (text, None),
+                        None => (text, None, false),
                     };
                     let invocation = decode_invocation(invocation, events)
                         .map_err(|why| format!("choice '{item}': {why}"))?;
-                    Ok(Step { invocation, effect })
+                    Ok(Step {
+                        invocation,
+                        effect,
+                        answer,
+                    })
                 };
                 choices.push(Choice {
                     instead: if instead == "*" {
@@ -394,6 +424,7 @@ impl Schedule {
             faults,
             redeliveries_max,
             choices,
+            split_answers,
         })
     }
 }
@@ -497,6 +528,7 @@ mod tests {
             faults: vec![fault(FaultKind::CrashAfter, "req-2#1", 1, 0)],
             redeliveries_max: 3,
             choices: vec![],
+            split_answers: false,
         };
         assert_eq!(schedule.encode(&events()), "9f3c2a1b7d4e5f60:2:A2.1@0:3");
         assert_eq!(
@@ -514,6 +546,7 @@ mod tests {
                 faults: vec![],
                 redeliveries_max: 0,
                 choices: vec![],
+                split_answers: false,
             },
             Schedule {
                 base_seed: u64::MAX,
@@ -524,6 +557,7 @@ mod tests {
                 ],
                 redeliveries_max: 12,
                 choices: vec![],
+                split_answers: false,
             },
             Schedule {
                 base_seed: 7,
@@ -535,10 +569,12 @@ mod tests {
                         instead: Some(Step {
                             invocation: "req-1#1".into(),
                             effect: Some(1),
+                            answer: false,
                         }),
                         take: Step {
                             invocation: "req-2#1".into(),
                             effect: None,
+                            answer: false,
                         },
                     },
                     Choice {
@@ -546,19 +582,23 @@ mod tests {
                         take: Step {
                             invocation: "req-2#1".into(),
                             effect: Some(2),
+                            answer: false,
                         },
                     },
                     Choice {
                         instead: Some(Step {
                             invocation: "batch-1#1".into(),
                             effect: Some(0),
+                            answer: false,
                         }),
                         take: Step {
                             invocation: "req-1#1/0".into(),
                             effect: Some(3),
+                            answer: false,
                         },
                     },
                 ],
+                split_answers: false,
             },
         ];
         for schedule in schedules {
@@ -625,15 +665,50 @@ mod tests {
                 instead: Some(Step {
                     invocation: "req-1#1".into(),
                     effect: Some(1),
+                    answer: false
                 }),
                 take: Step {
                     invocation: "req-2#1".into(),
                     effect: None,
+                    answer: false
                 },
             }
         );
         assert_eq!(schedule.choices[1].instead, None);
         assert_eq!(schedule.encode(&events()), text);
+    }
+
+    #[test]
+    fn writes_an_answer_step_with_a_plus() {
+        // Instead of the answer of req-1#1's effect #0 reaching it, deliver req-2#1.
+        let text = "0000000000000007:1,2:-:0:1.1@0+=2.1";
+        let schedule = Schedule::decode(text, &events()).unwrap();
+        assert_eq!(
+            schedule.choices[0].instead,
+            Some(Step {
+                invocation: "req-1#1".into(),
+                effect: Some(0),
+                answer: true
+            })
+        );
+        assert_eq!(schedule.encode(&events()), text);
+        let error = Schedule::decode("0000000000000007:1,2:-:0:1.1@+=2.1", &events()).unwrap_err();
+        assert!(error.message().contains("effect ''"), "{}", error.message());
+    }
+
+    #[test]
+    fn marks_split_answers_at_the_head_of_the_choices() {
+        for (text, choices) in [
+            ("0000000000000007:1,2:-:0:+1.1@0+=2.1", 1),
+            ("0000000000000007:1,2:-:0:+", 0),
+        ] {
+            let schedule = Schedule::decode(text, &events()).unwrap();
+            assert!(schedule.split_answers, "{text}");
+            assert_eq!(schedule.choices.len(), choices, "{text}");
+            assert_eq!(schedule.encode(&events()), text);
+        }
+        let plain = Schedule::decode("0000000000000007:1,2:-:0:1.1@0+=2.1", &events()).unwrap();
+        assert!(!plain.split_answers);
     }
 
     #[test]
@@ -657,6 +732,7 @@ mod tests {
             ],
             redeliveries_max: 2,
             choices: vec![],
+            split_answers: false,
         };
         let text = schedule.encode(&events());
         assert_eq!(

@@ -542,6 +542,7 @@ impl Shrinker {
             faults: outcome.faults,
             redeliveries_max: outcome.redeliveries_used,
             choices: outcome.choices,
+            split_answers: candidate.schedule.split_answers,
         };
         if schedule.events != self.best.schedule.events
             || schedule.faults != self.best.schedule.faults
@@ -1112,6 +1113,7 @@ mod tests {
             faults: vec![fault],
             redeliveries_max: 1,
             choices: vec![],
+            split_answers: false,
         };
         let first = fault_oracle(&original, breaks);
         let mut shrinker = Shrinker::new(
@@ -1229,6 +1231,7 @@ mod tests {
         let step = |invocation: &str, effect: u32| Step {
             invocation: invocation.into(),
             effect: Some(effect),
+            answer: false,
         };
         let original = Schedule {
             base_seed: 7,
@@ -1239,6 +1242,7 @@ mod tests {
                 instead: Some(step("alarm-1#1", 1)),
                 take: step("req-3#1", 0),
             }],
+            split_answers: false,
         };
         let first = alarm_oracle(&original);
         let mut shrinker = Shrinker::new(
@@ -1308,6 +1312,7 @@ mod tests {
             faults: vec![crash(8)],
             redeliveries_max: 0,
             choices: vec![],
+            split_answers: false,
         };
         let first = batch_oracle(&original);
         let mut shrinker = Shrinker::new(
@@ -1337,6 +1342,7 @@ mod tests {
             ],
             redeliveries_max: 3,
             choices: vec![],
+            split_answers: false,
         };
         let first = oracle(&original);
         let mut shrinker = Shrinker::new(
@@ -1414,6 +1420,7 @@ mod tests {
             faults: vec![platform("batch-3#1")],
             redeliveries_max: 0,
             choices: vec![],
+            split_answers: false,
         };
         let first = run(&original);
         let mut shrinker = Shrinker::new(
@@ -1436,6 +1443,7 @@ mod tests {
         let step = |invocation: &str, effect: Option<u32>| Step {
             invocation: invocation.into(),
             effect,
+            answer: false,
         };
         let events = vec!["msg-1".to_string(), "msg-2".into(), "msg-3".into()];
         // Batches 2 and 3 race after batch 1 ran alone; msg-3's delivery waited for batch 1.
@@ -1454,6 +1462,7 @@ mod tests {
                     take: step("batch-3#1", None),
                 },
             ],
+            split_answers: false,
         };
         let renumbered = platform_renumbered(&best, &events, 1).unwrap();
         assert_eq!(
@@ -1482,6 +1491,7 @@ mod tests {
             faults: vec![fault(FaultKind::CrashAfter, 0, 0), platform.clone()],
             redeliveries_max: 1,
             choices: vec![],
+            split_answers: false,
         };
         let mut shrinker = Shrinker::new(
             original,
@@ -1521,6 +1531,7 @@ mod tests {
             faults: vec![fault(FaultKind::CrashAfter, 1, 0)],
             redeliveries_max: 3,
             choices: vec![],
+            split_answers: false,
         };
         let first = oracle(&original);
         let mut shrinker = Shrinker::new(original, first.violation.unwrap(), first.fingerprint, 2);
@@ -1552,6 +1563,7 @@ mod tests {
             faults: vec![],
             redeliveries_max: 0,
             choices: vec![],
+            split_answers: false,
         };
         let first = always(&original);
         let mut shrinker = Shrinker::new(
@@ -1599,6 +1611,7 @@ mod tests {
             faults: vec![fault(FaultKind::CrashBefore, 0, 2)],
             redeliveries_max: 3,
             choices: vec![],
+            split_answers: false,
         };
         let first = run(&original);
         let mut shrinker = Shrinker::new(
@@ -1622,6 +1635,7 @@ mod tests {
             faults: vec![fault(FaultKind::CrashAfter, 1, 0)],
             redeliveries_max: 1,
             choices: vec![],
+            split_answers: false,
         };
         let first = oracle(&original);
         let shrinker = Shrinker::new(
@@ -1671,6 +1685,7 @@ mod choice_tests {
         let step = |invocation: &str| Step {
             invocation: invocation.into(),
             effect: Some(0),
+            answer: false,
         };
         Choice {
             instead: Some(step(instead)),
@@ -1708,6 +1723,7 @@ mod choice_tests {
                 choice("req-1#1", "req-2#1"),
                 choice("req-2#1", "req-3#1"),
             ],
+            split_answers: false,
         };
         let first = oracle(&original);
         let mut shrinker =
@@ -1760,6 +1776,7 @@ mod choice_tests {
             redeliveries_max: 1,
             // The race as found: between the resend's steps.
             choices: vec![choice("req-1#2", "req-2#1")],
+            split_answers: false,
         };
         let first = race_oracle(&original);
         let mut shrinker =
@@ -1816,6 +1833,7 @@ mod merge_tests {
             faults: vec![],
             redeliveries_max: 0,
             choices,
+            split_answers: false,
         };
         let first = run(&original, breaking, switches);
         let mut shrinker = Shrinker::new(original, first.violation.unwrap(), 0, 1_000);
@@ -1885,6 +1903,7 @@ mod merge_tests {
         let step = |invocation: &str, effect: Option<u32>| Step {
             invocation: invocation.into(),
             effect,
+            answer: false,
         };
         let switch = |instead: Step, take: Step| Choice {
             instead: Some(instead),
@@ -1913,6 +1932,7 @@ mod merge_tests {
             faults: vec![],
             redeliveries_max: 0,
             choices: found.clone(),
+            split_answers: false,
         };
         let first = race(&original);
         let mut shrinker = Shrinker::new(original, first.violation.unwrap(), 0, 1_000);
@@ -2049,6 +2069,7 @@ mod fault_swap_tests {
             faults: vec![fault.clone()],
             redeliveries_max: 0,
             choices: vec![delivered.clone()],
+            split_answers: false,
         };
         let (best, tried) = shrink(original.clone(), run);
         assert_eq!(best.faults, vec![]);
@@ -2125,6 +2146,7 @@ mod fault_swap_tests {
             faults,
             redeliveries_max: 0,
             choices: vec![],
+            split_answers: false,
         };
         let (best, tried) = shrink(original.clone(), run);
         assert_eq!(best, original);

@@ -126,9 +126,13 @@ pub struct StepOption {
     #[serde(default)]
     pub invocation: Option<String>,
     /// The effect index the step performs; absent for a delivery. When given, the `decide`
-    /// that follows must be for this effect.
+    /// that follows must be for this effect, unless the step is its `answer`.
     #[serde(default)]
     pub effect: Option<u32>,
+    /// The step delivers the answer of effect `effect` to its invocation, which then goes on to
+    /// its next effect: a binding call's answer travels back while other steps run.
+    #[serde(default)]
+    pub answer: bool,
     /// What the step may touch, over-approximated. Empty means it conflicts with every step.
     #[serde(default, deserialize_with = "crate::config::default_if_absent")]
     pub footprint: Vec<Access>,

@@ -313,6 +313,7 @@ pub fn config(events: usize, max_faults_per_run: u32, max_redeliveries: u32) -> 
         pct_depth: 3,
         shard: None,
         partial_order_reduction: true,
+        split_answers: false,
     }
 }
 
@@ -384,6 +385,7 @@ impl ConcurrentHost {
                     invocation: Some(invocation.id.clone()),
                     effect: Some(invocation.next as u32),
                     footprint: Self::footprint(check, effect, &name, invocation.event + 1),
+                    answer: false,
                 });
                 stepping.push(Some(at));
             }
@@ -398,6 +400,7 @@ impl ConcurrentHost {
                         resource: "deliveries".into(),
                         write: true,
                     }],
+                    answer: false,
                 });
                 stepping.push(None);
             }

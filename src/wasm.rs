@@ -282,14 +282,14 @@ pub fn merge_verdicts(verdicts: JsValue) -> Result<JsValue, JsError> {
 
 thread_local! {
     /// The property names `step_options_from_js` reads, as JavaScript strings made once.
-    static OPTION_KEYS: [JsValue; 6] = ["label", "invocation", "effect", "footprint", "resource", "write"]
+    static OPTION_KEYS: [JsValue; 7] = ["label", "invocation", "effect", "footprint", "resource", "write", "answer"]
         .map(JsValue::from_str);
 }
 
 /// `StepOption[]` read field by field: the host calls `choose` before every step of an
 /// interleaved run, and a generic deserializer costs several times what the choice does.
 fn step_options_from_js(options: &JsValue) -> std::result::Result<Vec<StepOption>, String> {
-    OPTION_KEYS.with(|[label_key, invocation_key, effect_key, footprint_key, resource_key, write_key]| {
+    OPTION_KEYS.with(|[label_key, invocation_key, effect_key, footprint_key, resource_key, write_key, answer_key]| {
         let options = options
             .dyn_ref::<Array>()
             .ok_or_else(|| "not an array".to_string())?;
@@ -344,11 +344,13 @@ fn step_options_from_js(options: &JsValue) -> std::result::Result<Vec<StepOption
                 }
                 accesses
             };
+            let answer = field(answer_key)?.as_bool().unwrap_or(false);
             steps.push(StepOption {
                 label,
                 invocation,
                 effect,
                 footprint,
+                answer,
             });
         }
         Ok(steps)

@@ -45,6 +45,11 @@ export interface EngineConfig {
   readonly shard?: ShardSpec | undefined;
   /** Partial-order reduction in exhaustive search (default true); off only to compare. */
   readonly partialOrderReduction?: boolean | undefined;
+  /**
+   * Every binding call's answer a step of its own in interleaved runs (`RunOptions.answers`
+   * `all`), which the run seeds say; a replay takes it from its run seed.
+   */
+  readonly splitAnswers?: boolean | undefined;
 }
 
 export type EngineStrategy = "exhaustive" | "random" | "pct" | "auto";
@@ -79,6 +84,8 @@ export interface StepOption {
   readonly invocation?: string | undefined;
   /** The effect index the step performs; absent for a delivery. */
   readonly effect?: number | undefined;
+  /** The step brings the answer of effect `effect` back to its invocation, which goes on. */
+  readonly answer?: boolean | undefined;
   readonly footprint?: readonly FootprintEntry[] | undefined;
 }
 
@@ -130,6 +137,8 @@ export interface RunPlan {
    * it), so the host need not build or send its lines.
    */
   readonly trace: boolean;
+  /** The check's `splitAnswers`, or the replayed run seed's. */
+  readonly splitAnswers: boolean;
 }
 
 /**

@@ -492,6 +492,7 @@ fn concurrency_misuse_is_reported() {
         invocation: Some("req-1#1".into()),
         effect: None,
         footprint: vec![],
+        answer: false,
     };
     assert!(single
         .choose(std::slice::from_ref(&option))
@@ -514,6 +515,7 @@ fn concurrency_misuse_is_reported() {
         invocation: Some("req-1#1".into()),
         effect: Some(0),
         footprint: vec![],
+        answer: false,
     };
     other.choose(&[effect]).unwrap();
     assert!(other
@@ -715,6 +717,7 @@ fn shrinking_finds_the_one_context_switch_where_two_were_made() {
                 faults: vec![],
                 redeliveries_max: 0,
                 choices: check.run.choices(),
+                split_answers: false,
             });
         }
     }
