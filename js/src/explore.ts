@@ -160,6 +160,8 @@ export interface Search {
   readonly strategy: EngineStrategy;
   readonly pctDepth: number;
   readonly partialOrderReduction: boolean;
+  /** Every binding call's answer a step of its own (`EngineConfig.splitAnswers`). */
+  readonly splitAnswers?: boolean;
 }
 
 /** Shard `index` (from 0) of `count`: the part of the tree of schedules one check explores. */
@@ -174,9 +176,11 @@ function shardOf(verdict: { readonly shard?: Shard | undefined }): { readonly sh
 }
 
 /**
- * Explores the scenario's schedules. With partial-order reduction, the exploring runs watch the
- * Workers' module-level state, which the reduction cannot see: when a run changes it, the check
- * starts again without the reduction, on what is left of the budget, and says why.
+ * Explores the scenario's schedules. Interleaved exploring runs watch the Workers' module-level
+ * state, which concurrent invocations share and no footprint names: when a run changes it, the
+ * check starts again, on what is left of the budget, with every binding call's answer a step of
+ * its own (so that another invocation may change that state between a call and the code after
+ * it) and without partial-order reduction, and says why.
  */
 export async function explore(exploration: Exploration): Promise<CheckResult> {
   const started = real.monotonicMs();
@@ -188,13 +192,12 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
   const result = await exploreOnce({
     ...exploration,
     bounds: { ...bounds, budgetMs: Math.max(1, Math.floor(bounds.budgetMs - spentMs)) },
-    search: { ...search, partialOrderReduction: false },
+    search: { ...search, partialOrderReduction: false, splitAnswers: true },
   });
-  if ("moduleState" in result)
-    throw new Error("a check without partial-order reduction watched module state");
+  if ("moduleState" in result) throw new Error("a check that splits every answer watched module state");
   const warning: CheckWarning = {
     kind: "module-state",
-    message: `Worker ${worker} changed the module-level variable ${variable} while it served requests, which concurrent requests share and partial-order reduction cannot see, so every interleaving ran.`,
+    message: `Worker ${worker} changed the module-level variable ${variable} while it served requests, which concurrent requests share and partial-order reduction cannot see, so every interleaving ran, with the code after each binding call's answer as a step of its own.`,
   };
   // The bounds as given, and the time both explorations took.
   const header = { bounds, elapsedMs: result.elapsedMs + spentMs };
@@ -222,6 +225,7 @@ async function exploreOnce(
     strategy: exploration.search.strategy,
     pctDepth: exploration.search.pctDepth,
     partialOrderReduction: exploration.search.partialOrderReduction,
+    splitAnswers: exploration.search.splitAnswers ?? false,
     invariants: engineInvariants(world),
   });
   try {
@@ -234,8 +238,11 @@ async function exploreOnce(
     for (;;) {
       const plan = escaping(() => engine.nextRun(real.monotonicMs() - started));
       if (!plan) break;
-      const watchModuleState = exploration.search.partialOrderReduction && plan.phase === "explore";
-      const run = new Run(engine, world, events, bounds.maxConcurrentInvocations, { watchModuleState });
+      const run = new Run(engine, world, events, bounds.maxConcurrentInvocations, {
+        watchModuleState: !plan.splitAnswers && plan.phase === "explore",
+        faults: bounds.maxFaultsPerRun > 0,
+        answers: plan.splitAnswers ? "all" : "objects",
+      });
       await inRun(() => run.execute(plan));
       if (run.moduleStateChanged) return { moduleState: run.moduleStateChanged };
       if (plan.phase === "explore") reach.add(run);

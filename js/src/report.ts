@@ -92,6 +92,7 @@ export function renderReport(result: CheckResult, notes: readonly string[] = [])
 
 /** The trace's line for a timer that fired, after the invocation's id (`sim/run.ts`). */
 const TIMER_FIRED = /^timer of \d+ ms fired$/;
+const LATE_ANSWER = /^gets the answer of effect #\d+$/;
 
 /**
  * When invocations may interleave, the order the counterexample's steps ran in (deliveries and
@@ -107,8 +108,13 @@ function interleaving(result: Extract<CheckResult, { verdict: "VIOLATED" }>): st
       const fault = step.decision === "proceed" ? "" : `: ${faultName(step.decision, step.label)}`;
       return [`${step.invocation} effect #${step.effect} (${step.label})${fault}`];
     }
-    // A timer firing is a step too: the invocation wakes between other invocations' steps.
-    if (step.kind === "other" && step.invocation && TIMER_FIRED.test(step.text)) {
+    // A timer firing is a step too: the invocation wakes between other invocations' steps; so
+    // is an answer that reached its invocation after other steps ran.
+    if (
+      step.kind === "other" &&
+      step.invocation &&
+      (TIMER_FIRED.test(step.text) || LATE_ANSWER.test(step.text))
+    ) {
       return [`${step.invocation} ${step.text}`];
     }
     // A client's answer, so that what an invocation does after it (its ctx.waitUntil work)

@@ -110,10 +110,13 @@ describe("a read-modify-write across an await in a Durable Object", () => {
     const result = violated(await check(example("seats-race/seats.sim.ts")));
     expect(result.message).toBe("2 bookings succeeded for a show with 1 seat");
     expect(result.faults).toEqual([]);
-    // The second booking reaches the object between the first one's call and its charge.
-    const order = steps(result.trace);
-    expect(order.indexOf("req-2#1 effect #0 DO:SHOW book: proceed")).toBeLessThan(
+    // The second booking reaches the object while the first one's charge is on its way.
+    const order = result.trace.filter((line) => / effect #\d+ .*: proceed$|gets the answer/.test(line));
+    expect(order.indexOf("req-2#1 effect #0 DO:SHOW book: proceed")).toBeGreaterThan(
       order.indexOf("req-1#1/0 effect #0 fetch POST https://pay.example/charge: proceed"),
+    );
+    expect(order.indexOf("req-2#1 effect #0 DO:SHOW book: proceed")).toBeLessThan(
+      order.indexOf("req-1#1/0 gets the answer of effect #0"),
     );
     // Both read the count before either wrote it: the storage calls are traced as calls, and
     // the KV API's own table in the object's SQLite store stays out of the trace.
@@ -212,9 +215,10 @@ describe("an alarm set while the object's alarm handler runs", () => {
 
 describe("an alarm that releases a hold a confirmation took while its notice was in flight", () => {
   it("is reported as the race it is, with no fault, though a crash can stand in for a switch", async () => {
-    // Found with the alarm's crash before its notice: the confirmation then runs next, as the
-    // first live invocation, and the retry releases the hold it read again. Without the crash it
-    // takes one switch more, away from the notice: two switches and no fault are smaller.
+    // The alarm reads the hold and sends its notice; the confirmation runs while the notice's
+    // answer is on its way back, and the alarm, answered, releases the hold it read. A crash
+    // before the notice (the retry reads the hold again) can stand in for the second switch,
+    // but two switches and no fault are smaller.
     const result = violated(await check(fixture("alarm-release/release.sim.ts")));
     expect(result.message).toBe("hold #1 was confirmed and is now released");
     expect(result.faults).toEqual([]);
@@ -222,22 +226,22 @@ describe("an alarm that releases a hold a confirmation took while its notice was
       "1,2",
       "-",
       "0",
-      "2.1@0=~alarm-1#1,~alarm-1#1@0=2.1@0",
+      "2.1@0=~alarm-1#1,~alarm-1#1@0+=2.1@0",
     ]);
     expect(steps(result.trace)).toEqual([
       "deliver req-1#1",
       "req-1#1 effect #0 DO:ROOM hold: proceed",
       "deliver req-2#1",
       "deliver alarm-1#1",
-      "req-2#1 effect #0 DO:ROOM confirm: proceed",
       "alarm-1#1 effect #0 fetch POST https://notify.example/hold-expired: proceed",
+      "req-2#1 effect #0 DO:ROOM confirm: proceed",
     ]);
     const again = violated(await check(fixture("alarm-release/release.sim.ts")));
     expect(again.runSeed).toBe(result.runSeed);
     // The report's steps end with the alarm's end: it answers no one, so nothing else would say
     // it went no further.
     expect(renderReport(result)).toContain(
-      "  alarm-1#1 effect #0 (fetch POST https://notify.example/hold-expired)\n  alarm-1#1 finished\n",
+      "  alarm-1#1 gets the answer of effect #0\n  alarm-1#1 finished\n",
     );
   });
 });
@@ -345,6 +349,22 @@ describe("module-level state, which partial-order reduction cannot see", () => {
     expect((await check(numbering("numbering.lock.sim.ts"))).verdict).toBe("VIOLATED");
   });
 
+  it("races a read whose answer is on its way while a write empties the cache it then fills", async () => {
+    // The read's lookup takes effect, the price changes and the cache is emptied, then the
+    // lookup's answer arrives and fills the cache with the old price.
+    const stale = violated(await check(numbering("prices.sim.ts")));
+    expect(stale.message).toBe("req-3 read 1000, D1 holds 1200");
+    expect(renderReport(stale)).toContain("  req-1#1 gets the answer of effect #0\n");
+    // The check ran again with every answer a step of its own, which its run seed says (`+`),
+    // so that a replay splits them too and runs the same schedule.
+    expect(stale.runSeed.split(":")[4]).toMatch(/^\+./);
+    const replayed = violated(await check(numbering("prices.sim.ts"), { replay: stale.runSeed }));
+    expect(replayed.trace).toEqual(stale.trace);
+    const unmarked = stale.runSeed.replace(/:\+/, ":");
+    expect((await check(numbering("prices.sim.ts"), { replay: unmarked })).verdict).toBe("HELD");
+    expect((await check(numbering("prices.fixed.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+
   it("turns the reduction off once a run changes it, and the report names the variable", async () => {
     const fixed = await check(numbering("numbering.fixed.sim.ts"));
     const full = await check(numbering("numbering.fixed.sim.ts"), { partialOrderReduction: false });
@@ -356,9 +376,11 @@ describe("module-level state, which partial-order reduction cannot see", () => {
       {
         kind: "module-state",
         message:
-          "Worker numbering changed the module-level variable served while it served requests, which concurrent requests share and partial-order reduction cannot see, so every interleaving ran.",
+          "Worker numbering changed the module-level variable served while it served requests, which concurrent requests share and partial-order reduction cannot see, so every interleaving ran, with the code after each binding call's answer as a step of its own.",
       },
     ]);
+    // Without the reduction the runs watch it too, and run again in the same tree.
+    expect(full.warnings).toEqual(fixed.warnings);
     expect(renderReport(fixed)).not.toContain("(partial-order reduction)");
   });
 

@@ -88,6 +88,24 @@ interface Timer {
 }
 
 /** A pending step of an interleaved run: what the engine is offered, and how to take it. */
+/** How a `Run` runs, besides its scenario and its plan. */
+export interface RunOptions {
+  /** Interleaved exploring runs: watch the Workers' module-level state (`moduleStateChanged`). */
+  readonly watchModuleState?: boolean;
+  /** Whether the engine may inject a fault at an effect: `maxFaultsPerRun` above 0. */
+  readonly faults?: boolean;
+  /**
+   * Interleaved runs: whose binding calls' answers reach them as steps of their own, so that
+   * other invocations may run between a call taking effect and its caller going on. `objects`
+   * (the default): invocations running in a Durable Object, whose code after an answer touches
+   * the object's state, which the object's other invocations share. `all`: every invocation,
+   * for Workers whose module-level state is shared and changes (`explore`); the code after an
+   * answer in a plain Worker otherwise touches only its own invocation's state, so that its
+   * arrival commutes with every other step and splitting it off changes no outcome.
+   */
+  readonly answers?: "objects" | "all";
+}
+
 interface Step {
   readonly option: StepOption;
   take(): void;
@@ -165,6 +183,15 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private readonly moduleState: ModuleStateWatch | undefined;
   /** The first module-level variable a step changed, when the run watches them. */
   moduleStateChanged: { readonly worker: string; readonly variable: string } | undefined;
+  /**
+   * Interleaved runs: binding calls that took effect and whose answer has not reached their
+   * invocation yet; each is a step of its own (`answerSteps`).
+   */
+  private readonly answers: Answer[] = [];
+  /** Interleaved runs: the effects that host a callee (`invocation effect`), whose answer is the callee's. */
+  private readonly hosting = new Set<string>();
+  /** Interleaved runs: the effect the last step performed, whose answer is the default next. */
+  private lastPerformed: ParkedEffect | undefined;
 
   constructor(
     readonly engine: Engine,
@@ -172,11 +199,19 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     private readonly events: readonly SimEvent[],
     /** `maxConcurrentInvocations`: tasks (events, platform work) live at once. */
     private readonly concurrency = 1,
-    options: { readonly watchModuleState?: boolean } = {},
+    options: RunOptions = {},
   ) {
     this.clockMs = engine.nowMs();
     if (options.watchModuleState && concurrency > 1) this.moduleState = new ModuleStateWatch();
+    this.faults = options.faults ?? true;
+    this.answersOf = options.answers ?? "objects";
   }
+
+  /** Which binding calls' answers are steps of their own in an interleaved run (`RunOptions.answers`). */
+  private readonly answersOf: "objects" | "all";
+
+  /** Whether the engine may inject a fault at an effect: `maxFaultsPerRun` above 0. */
+  private readonly faults: boolean;
 
   get current(): Invocation | undefined {
     return this.running;
@@ -509,26 +544,87 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
         throw new SimulationError(error instanceof Error ? error.message : String(error));
       }
       this.clockMs = this.engine.nowMs();
+      const before = this.lastPerformed;
       (steps[chosen] as Step).take();
+      // Only the step that performed an effect leaves it for its answer to follow.
+      if (this.lastPerformed === before) this.lastPerformed = undefined;
     }
   }
 
-  /** The next effect of every parked invocation, in the order the invocations started. */
+  /**
+   * The next effect of every parked invocation, then the answer of every binding call that took
+   * effect and has not reached its invocation, each in the order the invocations started.
+   */
   private effectSteps(): Step[] {
     const order = new Map<Invocation, number>();
     for (const invocation of this.live) order.set(invocation, order.size);
     const parked = this.parked
       .filter((effect) => effect.invocation.live)
       .sort((a, b) => (order.get(a.invocation) ?? 0) - (order.get(b.invocation) ?? 0) || a.index - b.index);
+    const steps = [...this.performSteps(parked), ...this.answerSteps(order)];
+    // The answer of the call the last step made comes first, so that it is the default next step
+    // (the engine's default continues the last step's invocation with its first option): an
+    // answer comes at once unless the schedule says otherwise, even where the invocation has
+    // another call pending (`Promise.all`).
+    const next = steps.findIndex(
+      (step) =>
+        step.option.answer &&
+        step.option.effect === this.lastPerformed?.index &&
+        step.option.invocation === this.lastPerformed?.invocation.id,
+    );
+    if (next > 0) steps.unshift(...steps.splice(next, 1));
+    return steps;
+  }
+
+  /**
+   * The arrival of each answer still on its way: what it wakes is its invocation's own code,
+   * and, in a Durable Object, the object's state (module-level state, which every invocation of
+   * a Worker shares, is in no footprint: when a run changes it, `explore` checks again with
+   * every answer split and without the reduction).
+   */
+  private answerSteps(order: Map<Invocation, number>): Step[] {
+    for (let i = this.answers.length - 1; i >= 0; i--) {
+      if (!(this.answers[i] as Answer).effect.invocation.live) this.answers.splice(i, 1);
+    }
+    const waiting = [...this.answers].sort(
+      (a, b) => (order.get(a.effect.invocation) ?? 0) - (order.get(b.effect.invocation) ?? 0),
+    );
+    return waiting.map((answer) => {
+      const { effect } = answer;
+      const { invocation } = effect;
+      return {
+        option: {
+          label: `${invocation.id} answer of effect #${effect.index} (${effect.label})`,
+          invocation: invocation.id,
+          effect: effect.index,
+          answer: true,
+          footprint: codeFootprint(invocation),
+        },
+        take: () => {
+          this.answers.splice(this.answers.indexOf(answer), 1);
+          if (this.lastPerformed !== effect)
+            this.trace(`${invocation.id} gets the answer of effect #${effect.index}`);
+          invocation.pending--;
+          this.answer(effect, answer.decision, answer.ok, answer.value);
+        },
+      };
+    });
+  }
+
+  private performSteps(parked: readonly ParkedEffect[]): Step[] {
     return parked.map((effect) => ({
       option: {
         label: `${effect.invocation.id} effect #${effect.index} (${effect.label})`,
         invocation: effect.invocation.id,
         effect: effect.index,
-        footprint: footprintOf(effect),
+        // A call whose answer comes as a step of its own runs none of its caller's code, which
+        // the answer's step footprints; unless a fault there may kill the caller, and with it
+        // a Durable Object it runs in.
+        footprint: this.answersTravel(effect) && !this.faults ? callFootprint(effect) : footprintOf(effect),
       },
       take: () => {
         this.parked.splice(this.parked.indexOf(effect), 1);
+        this.lastPerformed = effect;
         this.executeEffect(effect);
       },
     }));
@@ -545,7 +641,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private timerStep(beforeMs = Number.POSITIVE_INFINITY): Step | undefined {
     const timer = this.nextTimer(
       (owner) =>
-        !this.parked.some((effect) => effect.invocation.live && workingFor(effect.invocation, owner)),
+        !this.parked.some((effect) => effect.invocation.live && workingFor(effect.invocation, owner)) &&
+        !this.answers.some(({ effect }) => effect.invocation.live && workingFor(effect.invocation, owner)),
     );
     if (!timer || timer.dueMs > beforeMs) return undefined;
     return {
@@ -647,6 +744,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       const now = `${this.parked.length} ${waiting.length} ${this.tasks} ${this.invocations}`;
       const wakeable =
         this.parked.some((effect) => effect.invocation.live) ||
+        this.answers.some(({ effect }) => effect.invocation.live) ||
         ((eventsLeft || this.pending.length > 0) && this.tasks < this.concurrency);
       if (now === before && wakeable) return true;
       before = now;
@@ -735,6 +833,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   }
 
   host(caller: Invocation, effect: number, call: InvocationCall): Promise<unknown> {
+    this.hosting.add(`${caller.id} ${effect}`);
     const callee = this.spawn(`${caller.id}/${effect}`, call.worker, caller);
     callee.resource = call.resource;
     // Said before any of the callee's code runs: what it traces before a line that names it (a
@@ -921,13 +1020,38 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
 
   private settle(effect: ParkedEffect, decision: Decision, ok: boolean, value: unknown): void {
     const { invocation } = effect;
-    invocation.pending--;
     if (value instanceof SimulationError || value instanceof InputError) this.failure ??= value;
+    if (invocation.live && decision !== Decision.CrashAfter && this.answersTravel(effect)) {
+      // The answer travels back while other steps may run: its arrival is a step of its own,
+      // and the invocation stays parked (pending) until it comes.
+      this.answers.push({ effect, decision, ok, value });
+      return;
+    }
+    invocation.pending--;
     if (!invocation.live) return;
     if (decision === Decision.CrashAfter) {
       this.crash(invocation);
       return;
     }
+    this.answer(effect, decision, ok, value);
+  }
+
+  /**
+   * Whether `effect`'s answer reaches its invocation as a step of its own: in an interleaved
+   * run, for a direct binding call (a callee's answer comes with the callee's own steps) made
+   * in a Durable Object, or by any invocation with `answers: "all"` (`RunOptions.answers`).
+   */
+  private answersTravel(effect: ParkedEffect): boolean {
+    return (
+      this.concurrency > 1 &&
+      (this.answersOf === "all" || effect.invocation.resource !== undefined) &&
+      !this.hosting.has(`${effect.invocation.id} ${effect.index}`)
+    );
+  }
+
+  /** Hands `effect`'s outcome to its invocation, which goes on to its next binding call. */
+  private answer(effect: ParkedEffect, decision: Decision, ok: boolean, value: unknown): void {
+    const { invocation } = effect;
     this.resume(invocation);
     // A binding's documented misbehaviour is a fault: the trace says what the Worker got.
     if (this.tracing && !ok && (decision === Decision.Transient || decision === Decision.LostResponse)) {
@@ -1058,8 +1182,8 @@ function workingFor(invocation: Invocation, owner: Invocation): boolean {
  * Unknown (empty) when the binding gives none.
  */
 function footprintOf(effect: ParkedEffect): FootprintEntry[] {
-  const own = effect.footprint?.(effect.index, effect.invocation.id);
-  if (!own || own.length === 0) return [];
+  const own = callFootprint(effect);
+  if (own.length === 0) return [];
   const footprint = [...own];
   for (
     let invocation: Invocation | undefined = effect.invocation;
@@ -1071,6 +1195,32 @@ function footprintOf(effect: ParkedEffect): FootprintEntry[] {
     footprint.push({ resource: invocation.resource, write: true }, { resource: PLATFORM_WORK, write: true });
   }
   return footprint;
+}
+
+/** What a binding call touches where it takes effect, as its binding says; empty when unknown. */
+function callFootprint(effect: ParkedEffect): FootprintEntry[] {
+  return [...(effect.footprint?.(effect.index, effect.invocation.id) ?? [])];
+}
+
+/** A binding call's outcome on its way back to its invocation (`Run.answers`). */
+interface Answer {
+  readonly effect: ParkedEffect;
+  readonly decision: Decision;
+  readonly ok: boolean;
+  readonly value: unknown;
+}
+
+/**
+ * What the code of `invocation` touches until its next binding call: the state of every Durable
+ * Object it runs in, up its chain (which may set its alarm: platform work), else its own alone.
+ */
+function codeFootprint(invocation: Invocation): FootprintEntry[] {
+  const footprint: FootprintEntry[] = [];
+  for (let at: Invocation | undefined = invocation; at; at = at.parent) {
+    if (!at.resource) continue;
+    footprint.push({ resource: at.resource, write: true }, { resource: PLATFORM_WORK, write: true });
+  }
+  return footprint.length > 0 ? footprint : [{ resource: `code:${invocation.id}`, write: true }];
 }
 
 /** Whether `work` is due by `atMs` on the run's clock (work that names no time is due now). */
