@@ -483,10 +483,14 @@ function renderMerged(merged: MergedResult): string {
       ...renderWarnings(merged),
     ].join("\n");
   }
+  const shards = (indexes: readonly number[]) =>
+    `shard${indexes.length === 1 ? "" : "s"} ${indexes.map((i) => `${i + 1}/${merged.shards}`).join(", ")}`;
   const why =
-    merged.missing.length > 0
-      ? `shard${merged.missing.length === 1 ? "" : "s"} ${merged.missing.map((i) => `${i + 1}/${merged.shards}`).join(", ")} missing`
-      : `a shard ran out of its ${merged.reason === "budget" ? "budget" : "run limit"}`;
+    merged.reason === "answers"
+      ? `${shards(merged.unsplit ?? [])} saw no module-level variable change, which the others saw, so ${merged.unsplit?.length === 1 ? "it" : "they"} explored with the answers of plain Workers' calls coming with the calls: run the check unsharded`
+      : merged.missing.length > 0
+        ? `${shards(merged.missing)} missing`
+        : `a shard ran out of its ${merged.reason === "budget" ? "budget" : "run limit"}`;
   return [
     head,
     "",

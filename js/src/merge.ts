@@ -18,9 +18,16 @@ export type MergedResult =
       Extract<ShardedResult, { verdict: "INCOMPLETE" }>,
       "shard" | "reason" | "strategy" | "distinctSchedules" | "switchedAfterRuns"
     > & {
-      readonly reason: "budget" | "runs" | "shards";
+      readonly reason: "budget" | "runs" | "shards" | "answers";
       readonly shards: number;
       readonly missing: readonly number[];
+      /**
+       * `answers`: the shards (from 0) none of whose runs changed the Workers' module-level
+       * state, which others saw change: they explored their part with each plain Worker's answer
+       * coming with its call, the others theirs with every answer a step of its own, so the
+       * parts are of two different trees.
+       */
+      readonly unsplit?: readonly number[];
     });
 
 /** The bounds that shape the tree the shards split. */
@@ -123,6 +130,24 @@ export function mergeResults(results: readonly ShardedResult[], files: readonly 
     shards: count,
   };
   const incomplete = results.find((r) => r.verdict === "INCOMPLETE");
+  // A shard that saw module-level state change explored the tree in which every answer is a
+  // step of its own; one that saw none, the tree in which a plain Worker's answers come with
+  // its calls. Parts of two trees cover neither.
+  const split = (r: ShardedResult) =>
+    "warnings" in r && (r.warnings ?? []).some((w) => w.kind === "module-state");
+  const unsplit = results.some(split)
+    ? results.filter((r) => !split(r) && "runs" in r && r.runs > 0).map((r) => r.shard?.index ?? 0)
+    : [];
+  if (unsplit.length > 0) {
+    return {
+      ...base,
+      verdict: "INCOMPLETE",
+      ...mergedWarnings(results, missing.length === 0),
+      reason: "answers",
+      missing,
+      unsplit: unsplit.sort((a, b) => a - b),
+    };
+  }
   if (missing.length === 0 && !incomplete) {
     // With interleavings, every shard says whether reduction pruned them; the whole relied on
     // it (and on its caveat) if any shard did.

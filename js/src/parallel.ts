@@ -75,7 +75,9 @@ export async function checkParallel(
   }
   const { onProgress, ...shared } = options;
   const endings = await runShards(scenarioPath, shared, workers, onProgress);
-  return merged(endings, workers);
+  // Undefined when some shards saw module-level state change and others did not: their parts
+  // are of two trees (`mergeResults`), which only the whole check, in one process, explores as one.
+  return merged(endings, workers) ?? check(scenarioPath, options);
 }
 
 /**
@@ -195,9 +197,10 @@ function together(latest: readonly (Progress | undefined)[]): Progress {
 
 /**
  * The deciding endings as one result: the lowest shard's error is the check's; else the merge
- * of the shards' results, which every shard took part in unless a violation stopped it early.
+ * of the shards' results, which every shard took part in unless a violation stopped it early;
+ * undefined when the shards explored parts of two trees (a merge's reason `answers`).
  */
-function merged(endings: readonly Ending[], count: number): ParallelResult {
+function merged(endings: readonly Ending[], count: number): ParallelResult | undefined {
   const results = endings.map((ending) => {
     if ("error" in ending) throw ending.error;
     return ending.result;
@@ -205,7 +208,8 @@ function merged(endings: readonly Ending[], count: number): ParallelResult {
   const names = results.map((_, index) => `shard ${index + 1}/${count}`);
   const result = mergeResults(results, names);
   if (result.verdict !== "INCOMPLETE") return result;
-  const { missing: _missing, reason, ...rest } = result;
+  if (result.reason === "answers") return undefined;
+  const { missing: _missing, unsplit: _unsplit, reason, ...rest } = result;
   // Without a violation every shard ran to its end, so none is missing: the reason is a shard's.
   return { ...rest, reason: reason === "runs" ? "runs" : "budget", ...coverage(results) };
 }

@@ -58,6 +58,22 @@ describe("shards", () => {
     }
   });
 
+  it("merge to INCOMPLETE when some saw module-level state change and others did not", async () => {
+    // Each shard that sees a Worker's module-level variable change explores its part again with
+    // every answer a step of its own; one that saw none explored its part of the other tree.
+    const numbering = `${root}js/test/fixtures/module-state/numbering.fixed.sim.ts`;
+    const parts: CheckResult[] = [];
+    for (let index = 0; index < 2; index++)
+      parts.push(await check(numbering, { shard: { index, count: 2 } }));
+    const [first, second] = parts as [CheckResult, CheckResult];
+    expect(first.verdict).toBe("BOUNDED");
+    expect("warnings" in first && first.warnings?.map((w) => w.kind)).toContain("module-state");
+    expect(mergeResults(parts, ["1", "2"]).verdict).toBe("BOUNDED");
+    const unaware = { ...second, warnings: [] } as CheckResult;
+    const merged = mergeResults([first, unaware], ["1", "2"]);
+    expect(merged).toMatchObject({ verdict: "INCOMPLETE", reason: "answers", unsplit: [1] });
+  });
+
   it("refuse to merge shards of different trees, or one shard twice", async () => {
     const parts = await shards("checkout.fixed.sim.ts", 2);
     const [first, second] = parts as [CheckResult, CheckResult];
