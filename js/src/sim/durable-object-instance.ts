@@ -31,6 +31,11 @@ const ALARM_DELIVERIES_MAX = 7;
 const ALARM_RETRY_BACKOFF_MS = 2_000;
 /** `blockConcurrencyWhile` callbacks one call waits for at most. */
 const BLOCKERS_PER_CALL_MAX = 1_000;
+/**
+ * How long a critical section (`blockConcurrencyWhile`, `transaction()`) may hold an object's
+ * calls before the runtime cancels it and resets the object (docs: "a 30 second timeout").
+ */
+const CRITICAL_SECTION_LIMIT_MS = 30_000;
 
 export type Instance = Record<string, unknown>;
 
@@ -39,6 +44,8 @@ interface LiveObject {
   instance: Instance | undefined;
   /** `blockConcurrencyWhile` callbacks not settled yet; each leaves the set as it settles. */
   readonly blockers: Set<Promise<unknown>>;
+  /** When the critical sections now holding the object began holding it, on the run's clock. */
+  blockedSinceMs: number | undefined;
   /** Invocations in the middle of a call on this instance; one that dies takes the instance. */
   readonly serving: Set<Invocation>;
   /**
@@ -126,7 +133,10 @@ export async function serveCall(
       );
     }
     // Every callback that holds the object now; a rejected one fails this call too.
-    invocation.waitingFor = `Durable Object ${slot.namespace.className} ${shortId(slot.id)}`;
+    invocation.waitingFor = {
+      object: `Durable Object ${slot.namespace.className} ${shortId(slot.id)}`,
+      expire: () => expireCriticalSection(run, slot, live),
+    };
     try {
       await Promise.race([Promise.all(live.blockers), live.ended]);
     } finally {
@@ -162,6 +172,7 @@ function liveObject(run: RunContext, slot: ObjectSlot, invocation: Invocation): 
   const live: LiveObject = {
     instance: undefined,
     blockers: new Set(),
+    blockedSinceMs: undefined,
     serving: new Set(),
     gone: undefined,
     ended,
@@ -262,6 +273,35 @@ export function reset(run: RunContext, slot: ObjectSlot, why: string, abandon: A
   }
 }
 
+/** Holds the object's next calls until `settled` settles, which never rejects. */
+function hold(run: RunContext, live: LiveObject, settled: Promise<undefined>): void {
+  if (live.blockers.size === 0) live.blockedSinceMs = run.nowMs();
+  live.blockers.add(settled);
+  settled.then(() => {
+    live.blockers.delete(settled);
+    if (live.blockers.size === 0) live.blockedSinceMs = undefined;
+  });
+}
+
+/**
+ * A critical section that holds the object while it waits, in turn, on a call waiting at the
+ * object's gate never ends by itself: at its 30-second limit the runtime cancels it and resets
+ * the object, and every call in flight on it, or waiting to enter, fails with the limit's error.
+ */
+function expireCriticalSection(run: RunContext, slot: ObjectSlot, live: LiveObject): void {
+  if (slot.live !== live) return;
+  run.advanceClockTo((live.blockedSinceMs ?? run.nowMs()) + CRITICAL_SECTION_LIMIT_MS);
+  const error = resettingObject(
+    new Error(
+      "A call to blockConcurrencyWhile() in a Durable Object waited for too long. The call was canceled and the Durable Object was reset.",
+    ),
+  );
+  reset(run, slot, "a critical section held it past the 30-second limit", {
+    error: () => rethrownOverRpc(error),
+    kill: true,
+  });
+}
+
 function shortId(id: SimDurableObjectId): string {
   return id.name === undefined ? id.toString().slice(0, 12) : `"${id.name}"`;
 }
@@ -292,8 +332,7 @@ class SimDurableObjectState {
             () => undefined,
             () => undefined,
           );
-          live.blockers.add(settled);
-          settled.then(() => live.blockers.delete(settled));
+          hold(run, live, settled);
           return result;
         },
         onAbandon: (callback) => run.current?.whenDead(callback),
@@ -328,9 +367,14 @@ class SimDurableObjectState {
       }
       throw resettingObject(error);
     });
-    live.blockers.add(settled);
-    const done = () => live.blockers.delete(settled);
-    settled.then(done, done);
+    hold(
+      run,
+      live,
+      settled.then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
     return settled;
   }
 

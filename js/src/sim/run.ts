@@ -62,6 +62,8 @@ const QUIESCENCE_TURNS_MAX = 64;
 const INVOCATIONS_PER_RUN_MAX = 10_000;
 /** Pieces of platform work (queue batches, alarms) one run may do. */
 const PLATFORM_WORK_PER_RUN_MAX = 1_000;
+/** Deadlocked critical sections a run ends at their time limit before it stops as stuck. */
+const EXPIRED_SECTIONS_PER_RUN_MAX = 100;
 /** Timer firings one run may do, so that an interval nothing clears ends. */
 const TIMERS_PER_RUN_MAX = 100_000;
 /** How long `ctx.waitUntil` work may go on after the response before the runtime cancels it. */
@@ -147,6 +149,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private failure: Error | undefined;
   /** Invocations killed by a fault in this run. */
   private deaths = 0;
+  /** Critical sections this run ended at their time limit, each a deadlock (`cancelHung`). */
+  private expiredSections = 0;
   /** Effects the engine decided on in this run, whatever it decided. */
   effects = 0;
   /** The first delivery of a driver's event that threw, and what it threw, for the report. */
@@ -1121,6 +1125,13 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    */
   private cancelHung(): void {
     const waiting = this.waiting();
+    // A call waiting at the gate of an object whose critical section waits, in turn, on it: the
+    // section's time limit ends the deadlock, as on Cloudflare.
+    const gate = waiting.find((invocation) => invocation.waitingFor !== undefined)?.waitingFor;
+    if (gate && ++this.expiredSections <= EXPIRED_SECTIONS_PER_RUN_MAX) {
+      gate.expire();
+      return;
+    }
     if (this.deaths === 0) throw stuckError(waiting[0] as Invocation);
     for (const invocation of waiting) {
       this.trace(`${invocation.id} hung: the runtime canceled it`);
@@ -1157,9 +1168,9 @@ function processEnvOf(worker: SimWorker): Record<string, string> {
 function stuckError(invocation: Invocation): SimulationError {
   if (invocation.waitingFor !== undefined) {
     return new SimulationError(
-      `invocation ${invocation.id} of Worker ${invocation.worker} waits to enter ${invocation.waitingFor}, ` +
+      `invocation ${invocation.id} of Worker ${invocation.worker} waits to enter ${invocation.waitingFor.object}, ` +
         "which a blockConcurrencyWhile callback or a storage.transaction() holds while it waits, in turn, " +
-        "on this call (a deadlock, which on Cloudflare ends when the 30-second limit on the critical section resets the object)",
+        `on this call, and the object deadlocked again after each of ${EXPIRED_SECTIONS_PER_RUN_MAX} resets at the 30-second limit; eutaxy stops the run there`,
     );
   }
   return new SimulationError(
