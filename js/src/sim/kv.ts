@@ -89,12 +89,14 @@ const DELETE = `UPDATE kv SET
   WHERE key = ?1`;
 
 /**
- * One page of keys, fresh or stale. ?1 asks for the stale view, where a key written after ?2
- * (ms) by a request other than ?3 shows what it held before that write; ?4 is now in seconds;
- * ?5 the prefix ('' for none); ?6 the key the cursor resumes after ('' for none); ?7 the limit.
- * SQLite compares TEXT bytewise (BINARY collation over UTF-8), the order KV lists keys in.
+ * One page of at most `limit` keys, fresh or stale. ?1 asks for the stale view, where a key
+ * written after ?2 (ms) by a request other than ?3 shows what it held before that write; ?4 is
+ * now in seconds; ?5 the prefix ('' for none); ?6 the key the cursor resumes after ('' for none).
+ * SQLite compares TEXT bytewise (BINARY collation over UTF-8), the order KV lists keys in. The
+ * limit is written into the text, an integer: SQLite plans with a bound LIMIT's value and
+ * prepares the statement again each time it is bound.
  */
-const LIST = `SELECT key, metadata, expiration FROM (
+const list = (limit: number) => `SELECT key, metadata, expiration FROM (
     SELECT key,
       CASE WHEN stale THEN prev_present ELSE present END AS present,
       CASE WHEN stale THEN prev_metadata ELSE metadata END AS metadata,
@@ -103,7 +105,7 @@ const LIST = `SELECT key, metadata, expiration FROM (
   )
   WHERE present = 1 AND (expiration IS NULL OR expiration > ?4)
     AND substr(key, 1, length(?5)) = ?5 AND key > ?6
-  ORDER BY key LIMIT ?7`;
+  ORDER BY key LIMIT ${Math.trunc(limit)}`;
 
 /**
  * What the binding needs of a run: a `RunContext`, or a test's stand-in for one (which may keep
@@ -265,16 +267,8 @@ class SimKvNamespace {
       const nowMs = this.run.nowMs();
       const page = this.run.engine.d1Run(
         this.store,
-        LIST,
-        [
-          stale ? 1 : 0,
-          nowMs - STALE_WINDOW_MS,
-          this.location,
-          Math.floor(nowMs / 1000),
-          prefix,
-          after,
-          limit + 1,
-        ],
+        list(limit + 1),
+        [stale ? 1 : 0, nowMs - STALE_WINDOW_MS, this.location, Math.floor(nowMs / 1000), prefix, after],
         true,
       ).rows;
       this.note(

@@ -410,10 +410,12 @@ function consumerLimit(queue: SimQueue): Pick<PlatformWork, "limit"> {
 async function deliverNewBatch(run: RunContext, queue: SimQueue, name: string): Promise<void> {
   const consumer = queue.consumer;
   if (!consumer) return;
+  // The batch size is written into the text, an integer: SQLite plans with a bound LIMIT's value
+  // and prepares the statement again each time it is bound.
   const taken = run.engine.d1Run(
     queue.store,
-    "UPDATE messages SET lease = ?1 WHERE seq IN (SELECT seq FROM messages WHERE lease IS NULL AND visible_at <= MAX(?2, (SELECT MIN(visible_at) FROM messages WHERE lease IS NULL)) ORDER BY visible_at, seq LIMIT ?3)",
-    [name, run.nowMs(), consumer.settings.maxBatchSize],
+    `UPDATE messages SET lease = ?1 WHERE seq IN (SELECT seq FROM messages WHERE lease IS NULL AND visible_at <= MAX(?2, (SELECT MIN(visible_at) FROM messages WHERE lease IS NULL)) ORDER BY visible_at, seq LIMIT ${Math.trunc(consumer.settings.maxBatchSize)})`,
+    [name, run.nowMs()],
     true,
   );
   if (taken.changes > 0) await deliverLeased(run, queue, name, 1);
