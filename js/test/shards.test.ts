@@ -4,8 +4,9 @@
  */
 
 import { spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
 import { type CheckResult, check } from "../src/index.ts";
 import { mergeResults } from "../src/merge.ts";
@@ -72,6 +73,10 @@ describe("shards", () => {
     const unaware = { ...second, warnings: [] } as CheckResult;
     const merged = mergeResults([first, unaware], ["1", "2"]);
     expect(merged).toMatchObject({ verdict: "INCOMPLETE", reason: "answers", unsplit: [1] });
+    // As `eutaxy merge --json` prints it, it follows the schema.
+    const schema = JSON.parse(readFileSync(`${root}docs/eutaxy.check.v1.schema.json`, "utf8"));
+    const validate = new Ajv({ allErrors: true }).compile(schema);
+    expect(validate({ schema: "eutaxy.check/1", ...merged }), JSON.stringify(validate.errors)).toBe(true);
   });
 
   it("refuse to merge shards of different trees, or one shard twice", async () => {
