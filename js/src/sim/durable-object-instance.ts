@@ -33,7 +33,7 @@ const ALARM_RETRY_BACKOFF_MS = 2_000;
 const BLOCKERS_PER_CALL_MAX = 1_000;
 /**
  * How long a critical section (`blockConcurrencyWhile`, `transaction()`) may hold an object's
- * calls before the runtime cancels it and resets the object (docs: "a 30 second timeout").
+ * calls before the runtime cancels it and resets the object: Cloudflare's 30-second limit.
  */
 const CRITICAL_SECTION_LIMIT_MS = 30_000;
 
