@@ -42,6 +42,20 @@ describe("a Durable Object's storage.transaction()", () => {
     );
   });
 
+  it("resets the object when a blockConcurrencyWhile callback outlasts the 30-second limit on the clock", async () => {
+    // A minute's wait inside the callback: at 30 s the object resets, the wait never ends, and
+    // the caller has the limit's error then.
+    const result = violated(await check(fixture("slow.sim.ts")));
+    expect(result.trace).toContain(
+      'Durable Object Slow "s" reset (a critical section held it past the 30-second limit): its in-memory state is gone',
+    );
+    expect(result.trace).toContain(
+      "req-1#1 answered 500 A call to blockConcurrencyWhile() in a Durable Object waited for too long. The call was canceled and the Durable Object was reset. (after 30001 ms)",
+    );
+    // Ten seconds is within it.
+    expect((await check(fixture("slow.quick.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+
   it("keeps other calls out of the object until it settles", async () => {
     expect((await check(fixture("deposits.sim.ts"))).verdict).toBe("BOUNDED");
     const bare = violated(await check(fixture("deposits.bare.sim.ts")));

@@ -81,6 +81,12 @@ export interface RunContext {
    * own work starts at its time (an alarm at the time it was set for).
    */
   advanceClockTo(ms: number): void;
+  /**
+   * Calls `reach` when the clock gets to `atMs` (epoch milliseconds), as it moves past it, before
+   * what moved it runs (a timer due later); answers a function that cancels it. Nothing happens
+   * if the clock never gets there.
+   */
+  deadline?(atMs: number, reach: () => void): () => void;
   /** The module exports of `worker` in this run. */
   exportsOf(worker: SimWorker): Exports;
   /**

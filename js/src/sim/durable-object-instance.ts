@@ -46,6 +46,8 @@ interface LiveObject {
   readonly blockers: Set<Promise<unknown>>;
   /** When the critical sections now holding the object began holding it, on the run's clock. */
   blockedSinceMs: number | undefined;
+  /** Cancels the deadline of those sections' time limit (`hold`). */
+  unblockLimit: (() => void) | undefined;
   /** Invocations in the middle of a call on this instance; one that dies takes the instance. */
   readonly serving: Set<Invocation>;
   /**
@@ -173,6 +175,7 @@ function liveObject(run: RunContext, slot: ObjectSlot, invocation: Invocation): 
     instance: undefined,
     blockers: new Set(),
     blockedSinceMs: undefined,
+    unblockLimit: undefined,
     serving: new Set(),
     gone: undefined,
     ended,
@@ -273,20 +276,33 @@ export function reset(run: RunContext, slot: ObjectSlot, why: string, abandon: A
   }
 }
 
-/** Holds the object's next calls until `settled` settles, which never rejects. */
-function hold(run: RunContext, live: LiveObject, settled: Promise<undefined>): void {
-  if (live.blockers.size === 0) live.blockedSinceMs = run.nowMs();
+/**
+ * Holds the object's next calls until `settled` settles, which never rejects. Sections that hold
+ * it past their time limit on the clock (a 60-second timer inside one) end there.
+ */
+function hold(run: RunContext, slot: ObjectSlot, live: LiveObject, settled: Promise<undefined>): void {
+  if (live.blockers.size === 0) {
+    const since = run.nowMs();
+    live.blockedSinceMs = since;
+    live.unblockLimit = run.deadline?.(since + CRITICAL_SECTION_LIMIT_MS, () =>
+      expireCriticalSection(run, slot, live),
+    );
+  }
   live.blockers.add(settled);
   settled.then(() => {
     live.blockers.delete(settled);
-    if (live.blockers.size === 0) live.blockedSinceMs = undefined;
+    if (live.blockers.size > 0) return;
+    live.blockedSinceMs = undefined;
+    live.unblockLimit?.();
+    live.unblockLimit = undefined;
   });
 }
 
 /**
- * A critical section that holds the object while it waits, in turn, on a call waiting at the
- * object's gate never ends by itself: at its 30-second limit the runtime cancels it and resets
- * the object, and every call in flight on it, or waiting to enter, fails with the limit's error.
+ * A critical section at its 30-second limit: one that holds the object while it waits, in turn,
+ * on a call waiting at the object's gate (which never ends by itself), or that the clock took
+ * past it. The runtime cancels it and resets the object, and every call in flight on it, or
+ * waiting to enter, fails with the limit's error.
  */
 function expireCriticalSection(run: RunContext, slot: ObjectSlot, live: LiveObject): void {
   if (slot.live !== live) return;
@@ -332,7 +348,7 @@ class SimDurableObjectState {
             () => undefined,
             () => undefined,
           );
-          hold(run, live, settled);
+          hold(run, slot, live, settled);
           return result;
         },
         onAbandon: (callback) => run.current?.whenDead(callback),
@@ -369,6 +385,7 @@ class SimDurableObjectState {
     });
     hold(
       run,
+      slot,
       live,
       settled.then(
         () => undefined,

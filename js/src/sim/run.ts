@@ -151,6 +151,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private deaths = 0;
   /** Critical sections this run ended at their time limit, each a deadlock (`cancelHung`). */
   private expiredSections = 0;
+  /** What happens when the clock reaches a time, if it gets there (`deadline`). */
+  private readonly deadlines: Deadline[] = [];
   /** Effects the engine decided on in this run, whatever it decided. */
   effects = 0;
   /** The first delivery of a driver's event that threw, and what it threw, for the report. */
@@ -230,10 +232,38 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   }
 
   advanceClockTo(ms: number): void {
+    this.reachDeadlines(ms);
+    this.moveClockTo(ms);
+  }
+
+  /** Reaches the deadlines due by `ms`, in order, each at its own time (`deadline`). */
+  private reachDeadlines(ms: number): void {
+    for (;;) {
+      let next: Deadline | undefined;
+      for (const deadline of this.deadlines) {
+        if (deadline.atMs <= ms && (!next || deadline.atMs < next.atMs)) next = deadline;
+      }
+      if (!next) break;
+      this.deadlines.splice(this.deadlines.indexOf(next), 1);
+      this.moveClockTo(next.atMs);
+      next.reach();
+    }
+  }
+
+  private moveClockTo(ms: number): void {
     const now = this.nowMs();
     if (ms <= now) return;
     this.skewMs += ms - now;
     this.engine.setClockSkew(this.skewMs);
+  }
+
+  deadline(atMs: number, reach: () => void): () => void {
+    const deadline: Deadline = { atMs, reach };
+    this.deadlines.push(deadline);
+    return () => {
+      const at = this.deadlines.indexOf(deadline);
+      if (at >= 0) this.deadlines.splice(at, 1);
+    };
   }
 
   fetch(input: unknown, init: unknown): Promise<Response> {
@@ -350,7 +380,14 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
           "a Worker whose interval nothing clears never lets its run end; eutaxy stops it there",
       );
     }
-    this.advanceClockTo(timer.dueMs);
+    // A deadline on the way may end its invocation (its object reset at a time limit): the timer
+    // then never fires, and the clock stays there.
+    this.reachDeadlines(timer.dueMs);
+    if (!timer.owner.live) {
+      this.clearTimer(timer.id);
+      return;
+    }
+    this.moveClockTo(timer.dueMs);
     if (timer.repeat) {
       // The next tick counts from this one, as the platform's intervals do: no catching up.
       timer.dueMs = this.nowMs() + Math.max(1, timer.delayMs);
@@ -1211,6 +1248,12 @@ function footprintOf(effect: ParkedEffect): FootprintEntry[] {
 /** What a binding call touches where it takes effect, as its binding says; empty when unknown. */
 function callFootprint(effect: ParkedEffect): FootprintEntry[] {
   return [...(effect.footprint?.(effect.index, effect.invocation.id) ?? [])];
+}
+
+/** A time on the run's clock and what happens there (`Run.deadline`). */
+interface Deadline {
+  readonly atMs: number;
+  readonly reach: () => void;
 }
 
 /** A binding call's outcome on its way back to its invocation (`Run.answers`). */
