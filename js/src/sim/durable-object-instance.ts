@@ -135,10 +135,7 @@ export async function serveCall(
       );
     }
     // Every callback that holds the object now; a rejected one fails this call too.
-    invocation.waitingFor = {
-      object: `Durable Object ${slot.namespace.className} ${shortId(slot.id)}`,
-      expire: () => expireCriticalSection(run, slot, live),
-    };
+    invocation.waitingFor = `Durable Object ${slot.namespace.className} ${shortId(slot.id)}`;
     try {
       await Promise.race([Promise.all(live.blockers), live.ended]);
     } finally {
@@ -299,14 +296,13 @@ function hold(run: RunContext, slot: ObjectSlot, live: LiveObject, settled: Prom
 }
 
 /**
- * A critical section at its 30-second limit: one that holds the object while it waits, in turn,
- * on a call waiting at the object's gate (which never ends by itself), or that the clock took
- * past it. The runtime cancels it and resets the object, and every call in flight on it, or
- * waiting to enter, fails with the limit's error.
+ * A critical section at its 30-second limit, reached as the clock got there (a long timer inside
+ * it), or as the run loop let time pass for a deadlock (it waits, in turn, on a call waiting at
+ * the object's gate, which never ends by itself). The runtime cancels it and resets the object,
+ * and every call in flight on it, or waiting to enter, fails with the limit's error.
  */
 function expireCriticalSection(run: RunContext, slot: ObjectSlot, live: LiveObject): void {
   if (slot.live !== live) return;
-  run.advanceClockTo((live.blockedSinceMs ?? run.nowMs()) + CRITICAL_SECTION_LIMIT_MS);
   const error = resettingObject(
     new Error(
       "A call to blockConcurrencyWhile() in a Durable Object waited for too long. The call was canceled and the Durable Object was reset.",

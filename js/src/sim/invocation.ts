@@ -37,14 +37,6 @@ export interface EffectSink {
 
 export type InvocationState = "running" | "answered" | "threw" | "dead";
 
-/** A call waiting at the gate of an object a critical section holds (`Invocation.waitingFor`). */
-export interface GateWait {
-  /** The object, as messages name it: `Durable Object Account "bob"`. */
-  readonly object: string;
-  /** Ends the critical section as its time limit does: the object is reset. */
-  expire(): void;
-}
-
 export class Invocation implements EffectScope {
   state: InvocationState = "running";
   /** Effects made and not yet settled: parked, or executing (a callee running). */
@@ -55,10 +47,9 @@ export class Invocation implements EffectScope {
   timers = 0;
   /**
    * Set while the invocation's call waits to enter a Durable Object that a critical section
-   * (`blockConcurrencyWhile`, `storage.transaction()`) holds: the object, as messages name it,
-   * and how the section ends when it outlives the platform's limit (`expire`).
+   * (`blockConcurrencyWhile`, `storage.transaction()`) holds: the object, as messages name it.
    */
-  waitingFor: GateWait | undefined;
+  waitingFor: string | undefined;
   /** Its `waitUntil` work was canceled (`cancelWaitUntil`). */
   private waitUntilCanceled = false;
   /** When its handler answered or threw, on the run's clock; its `waitUntil` work runs on. */

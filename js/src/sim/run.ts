@@ -1162,11 +1162,11 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    */
   private cancelHung(): void {
     const waiting = this.waiting();
-    // A call waiting at the gate of an object whose critical section waits, in turn, on it: the
-    // section's time limit ends the deadlock, as on Cloudflare.
-    const gate = waiting.find((invocation) => invocation.waitingFor !== undefined)?.waitingFor;
-    if (gate && ++this.expiredSections <= EXPIRED_SECTIONS_PER_RUN_MAX) {
-      gate.expire();
+    // A call waiting at the gate of an object whose critical section waits, in turn, on it: time
+    // passes until the first section's time limit ends the deadlock, as on Cloudflare.
+    const gated = waiting.some((invocation) => invocation.waitingFor !== undefined);
+    if (gated && this.deadlines.length > 0 && ++this.expiredSections <= EXPIRED_SECTIONS_PER_RUN_MAX) {
+      this.advanceClockTo(Math.min(...this.deadlines.map((deadline) => deadline.atMs)));
       return;
     }
     if (this.deaths === 0) throw stuckError(waiting[0] as Invocation);
@@ -1205,7 +1205,7 @@ function processEnvOf(worker: SimWorker): Record<string, string> {
 function stuckError(invocation: Invocation): SimulationError {
   if (invocation.waitingFor !== undefined) {
     return new SimulationError(
-      `invocation ${invocation.id} of Worker ${invocation.worker} waits to enter ${invocation.waitingFor.object}, ` +
+      `invocation ${invocation.id} of Worker ${invocation.worker} waits to enter ${invocation.waitingFor}, ` +
         "which a blockConcurrencyWhile callback or a storage.transaction() holds while it waits, in turn, " +
         `on this call, and the object deadlocked again after each of ${EXPIRED_SECTIONS_PER_RUN_MAX} resets at the 30-second limit; eutaxy stops the run there`,
     );
