@@ -56,6 +56,18 @@ describe("a Durable Object's storage.transaction()", () => {
     expect((await check(fixture("slow.quick.sim.ts"))).verdict).toBe("BOUNDED");
   });
 
+  it("says when a call that waited at the gate of another invocation's critical section goes in", async () => {
+    // The read reaches the object while the refresh's fetch is out; it waits at the gate and goes
+    // in after the refresh: its storage calls sit under a line of its own, not the refresh's.
+    const replay = "8af97972044b8af2:1,2:-:0:1.1/0@0=2.1";
+    const result = await check(fixture("gate.sim.ts"), { replay });
+    expect(result.verdict).toBe("HELD");
+    if (result.verdict !== "HELD") return;
+    const enters = result.trace.indexOf('req-2#1/0 enters Durable Object A "a", its gate open');
+    expect(enters).toBeGreaterThan(result.trace.indexOf('  DO:A/"a" storage.put("price", "1200")'));
+    expect(result.trace[enters + 1]).toBe('  DO:A/"a" storage.get("price") -> "1200"');
+  });
+
   it("keeps other calls out of the object until it settles", async () => {
     expect((await check(fixture("deposits.sim.ts"))).verdict).toBe("BOUNDED");
     const bare = violated(await check(fixture("deposits.bare.sim.ts")));

@@ -42,8 +42,11 @@ export type Instance = Record<string, unknown>;
 /** A constructed instance of the object's class and what it is doing. */
 interface LiveObject {
   instance: Instance | undefined;
-  /** `blockConcurrencyWhile` callbacks not settled yet; each leaves the set as it settles. */
-  readonly blockers: Set<Promise<unknown>>;
+  /**
+   * `blockConcurrencyWhile` callbacks not settled yet, each with the invocation that began it;
+   * each leaves the map as it settles.
+   */
+  readonly blockers: Map<Promise<unknown>, Invocation | undefined>;
   /** When the critical sections now holding the object began holding it, on the run's clock. */
   blockedSinceMs: number | undefined;
   /** Cancels the deadline of those sections' time limit (`hold`). */
@@ -125,6 +128,9 @@ export async function serveCall(
   serve: (instance: Instance) => unknown,
 ): Promise<unknown> {
   const live = liveObject(run, slot, invocation);
+  // Whether the call waited for another invocation's critical section, whose steps the trace
+  // then shows between its call and its going in.
+  let waitedForOthers = false;
   for (let i = 0; live.blockers.size > 0 || live.gone; i++) {
     // Reset while the call waited at its gate: the call never reaches the old instance (its
     // caller has had the reset's error already, unless its own code reset the object).
@@ -136,8 +142,9 @@ export async function serveCall(
     }
     // Every callback that holds the object now; a rejected one fails this call too.
     invocation.waitingFor = `Durable Object ${slot.namespace.className} ${shortId(slot.id)}`;
+    for (const holder of live.blockers.values()) if (holder !== invocation) waitedForOthers = true;
     try {
-      await Promise.race([Promise.all(live.blockers), live.ended]);
+      await Promise.race([Promise.all(live.blockers.keys()), live.ended]);
     } finally {
       invocation.waitingFor = undefined;
     }
@@ -145,6 +152,12 @@ export async function serveCall(
     // macrotask turn each, in the order they came, so that the first runs until it waits on
     // I/O (and may block the object again) before the next looks.
     await new Promise((resolve) => real.setImmediate(resolve));
+    // Said as the call goes in after others' work: what it does next is its own.
+    if (run.tracing && waitedForOthers && !live.gone && live.blockers.size === 0) {
+      run.trace(
+        `${invocation.id} enters Durable Object ${slot.namespace.className} ${shortId(slot.id)}, its gate open`,
+      );
+    }
   }
   try {
     return await serve(live.instance as Instance);
@@ -170,7 +183,7 @@ function liveObject(run: RunContext, slot: ObjectSlot, invocation: Invocation): 
   ended.catch(() => {});
   const live: LiveObject = {
     instance: undefined,
-    blockers: new Set(),
+    blockers: new Map(),
     blockedSinceMs: undefined,
     unblockLimit: undefined,
     serving: new Set(),
@@ -285,7 +298,7 @@ function hold(run: RunContext, slot: ObjectSlot, live: LiveObject, settled: Prom
       expireCriticalSection(run, slot, live),
     );
   }
-  live.blockers.add(settled);
+  live.blockers.set(settled, run.current);
   settled.then(() => {
     live.blockers.delete(settled);
     if (live.blockers.size > 0) return;
