@@ -607,11 +607,13 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     // (the engine's default continues the last step's invocation with its first option): an
     // answer comes at once unless the schedule says otherwise, even where the invocation has
     // another call pending (`Promise.all`).
+    const performed = this.lastPerformed;
+    if (performed === undefined) return steps;
     const next = steps.findIndex(
       (step) =>
         step.option.answer &&
-        step.option.effect === this.lastPerformed?.index &&
-        step.option.invocation === this.lastPerformed?.invocation.id,
+        step.option.effect === performed.index &&
+        step.option.invocation === performed.invocation.id,
     );
     if (next > 0) steps.unshift(...steps.splice(next, 1));
     return steps;
@@ -624,6 +626,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    * every answer split and without the reduction).
    */
   private answerSteps(order: Map<Invocation, number>): Step[] {
+    if (this.answers.length === 0) return [];
     for (let i = this.answers.length - 1; i >= 0; i--) {
       if (!(this.answers[i] as Answer).effect.invocation.live) this.answers.splice(i, 1);
     }
@@ -1246,8 +1249,8 @@ function footprintOf(effect: ParkedEffect): FootprintEntry[] {
 }
 
 /** What a binding call touches where it takes effect, as its binding says; empty when unknown. */
-function callFootprint(effect: ParkedEffect): FootprintEntry[] {
-  return [...(effect.footprint?.(effect.index, effect.invocation.id) ?? [])];
+function callFootprint(effect: ParkedEffect): readonly FootprintEntry[] {
+  return effect.footprint?.(effect.index, effect.invocation.id) ?? [];
 }
 
 /** A time on the run's clock and what happens there (`Run.deadline`). */
