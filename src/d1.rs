@@ -290,6 +290,9 @@ struct Database {
     rollback_safe: bool,
     /// Whether the current run executes inside the outer transaction `restore` rolls back.
     in_run_transaction: bool,
+    /// Savepoints the host opened inside the run's transaction and has not released, outermost
+    /// first (see `Database::nest`).
+    savepoints: Vec<String>,
     size: SizeCache,
     /// Whether a Worker's statements report the database's size after them (D1's
     /// `meta.size_after`): a Durable Object's SQL storage reports none, and the engine's and the
@@ -377,6 +380,7 @@ impl Database {
             snapshot: None,
             rollback_safe: false,
             in_run_transaction: false,
+            savepoints: Vec::new(),
             size: SizeCache::default(),
             sized: true,
             label: None,
@@ -473,6 +477,7 @@ impl Database {
         };
         reuse.phase = Phase::Replaying(0);
         self.in_run_transaction = false;
+        self.savepoints.clear();
         self.size.bytes = None;
         kept
     }
@@ -513,7 +518,7 @@ impl Database {
             // A pragma may change the page size.
             self.size = SizeCache::default();
         }
-        if self.in_run_transaction && outside {
+        if self.in_run_transaction && outside && !self.nest(sql) {
             self.in_run_transaction = false;
             execute_cached(&self.connection, "COMMIT")
                 .map_err(|e| Error::new(format!("cannot leave the run's transaction: {e}")))?;
@@ -521,11 +526,42 @@ impl Database {
         Ok(outside)
     }
 
+    /// Whether SQL that would step outside the run's transaction can run inside it instead,
+    /// keeping the run's connection for the next run. A storage API transaction opens a
+    /// savepoint (`SAVEPOINT`, then `RELEASE` or `ROLLBACK TO`), which on a connection of its
+    /// own begins a transaction and, released, commits it. Nested in the run's transaction it
+    /// answers the same: the only SQL that could tell the two apart ends or begins a
+    /// transaction, which a Worker may not send (see `authorize.rs`). While one is open, any
+    /// SQL runs inside a transaction either way, so it stays in the run's.
+    fn nest(&mut self, sql: &str) -> bool {
+        let open = !self.savepoints.is_empty();
+        match savepoint_statement(sql) {
+            Some(SavepointStatement::Open(name)) => {
+                self.savepoints.push(name.to_string());
+                true
+            }
+            Some(SavepointStatement::Release(name)) if open => {
+                if let Some(at) = self
+                    .savepoints
+                    .iter()
+                    .rposition(|open| open.eq_ignore_ascii_case(name))
+                {
+                    self.savepoints.truncate(at);
+                }
+                true
+            }
+            _ => open,
+        }
+    }
+
     /// Called after the run's SQL: SQLite may end a transaction by itself (some errors roll it
     /// back), and then the run is no longer inside it.
     fn after(&mut self) {
         if self.in_run_transaction && self.connection.is_autocommit() {
             self.in_run_transaction = false;
+        }
+        if !self.in_run_transaction {
+            self.savepoints.clear();
         }
     }
 
@@ -540,6 +576,7 @@ impl Database {
             && !self.connection.is_autocommit()
             && execute_cached(&self.connection, "ROLLBACK").is_ok();
         self.in_run_transaction = false;
+        self.savepoints.clear();
         self.size.bytes = None;
         if rolled_back {
             // The last insert rowid and the counts of changes are the connection's, not the
@@ -611,6 +648,62 @@ fn steps_outside(sql: &str) -> bool {
         index += 1;
     }
     false
+}
+
+/// A savepoint statement on its own, as the host writes them: `SAVEPOINT name`,
+/// `RELEASE [SAVEPOINT] name` or `ROLLBACK [TRANSACTION] TO [SAVEPOINT] name`.
+#[derive(Debug, PartialEq)]
+enum SavepointStatement<'a> {
+    Open(&'a str),
+    Release(&'a str),
+    RollbackTo(&'a str),
+}
+
+fn savepoint_statement(sql: &str) -> Option<SavepointStatement<'_>> {
+    let mut words = sql.split_ascii_whitespace();
+    let word =
+        |w: Option<&str>, expected: &str| w.is_some_and(|w| w.eq_ignore_ascii_case(expected));
+    let first = words.next()?;
+    let mut rest: Vec<&str> = words.collect();
+    let name = rest.pop()?;
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return None;
+    }
+    let mut rest = rest.into_iter();
+    let statement = if first.eq_ignore_ascii_case("savepoint") {
+        SavepointStatement::Open(name)
+    } else if first.eq_ignore_ascii_case("release") {
+        let mut next = rest.next();
+        if word(next, "savepoint") {
+            next = rest.next();
+        }
+        if next.is_some() {
+            return None;
+        }
+        SavepointStatement::Release(name)
+    } else if first.eq_ignore_ascii_case("rollback") {
+        let mut next = rest.next();
+        if word(next, "transaction") {
+            next = rest.next();
+        }
+        if !word(next, "to") {
+            return None;
+        }
+        next = rest.next();
+        if word(next, "savepoint") {
+            next = rest.next();
+        }
+        if next.is_some() {
+            return None;
+        }
+        SavepointStatement::RollbackTo(name)
+    } else {
+        return None;
+    };
+    match statement {
+        SavepointStatement::Open(_) if rest.next().is_some() => None,
+        statement => Some(statement),
+    }
 }
 
 /// SQL on one line, as traces and messages show it.
@@ -2240,6 +2333,35 @@ mod tests {
         assert!(steps_outside("INSERT OR ROLLBACK INTO t VALUES (1)"));
         assert!(!steps_outside("SELECT CASE WHEN x THEN 1 END FROM t"));
         assert!(!steps_outside("SELECT began, ended, pragma_x FROM t"));
+    }
+
+    #[test]
+    fn savepoint_statements_are_told_apart_from_other_transaction_statements() {
+        use SavepointStatement::{Open, Release, RollbackTo};
+        assert_eq!(
+            savepoint_statement("SAVEPOINT _cf_sync_1"),
+            Some(Open("_cf_sync_1"))
+        );
+        assert_eq!(savepoint_statement("release a"), Some(Release("a")));
+        assert_eq!(
+            savepoint_statement("RELEASE SAVEPOINT a"),
+            Some(Release("a"))
+        );
+        assert_eq!(savepoint_statement("ROLLBACK TO a"), Some(RollbackTo("a")));
+        assert_eq!(
+            savepoint_statement("ROLLBACK TRANSACTION TO SAVEPOINT a"),
+            Some(RollbackTo("a"))
+        );
+        for sql in [
+            "ROLLBACK",
+            "ROLLBACK a",
+            "SAVEPOINT",
+            "SAVEPOINT a b",
+            "RELEASE a; COMMIT",
+            "BEGIN",
+        ] {
+            assert_eq!(savepoint_statement(sql), None, "{sql}");
+        }
         for word in [
             "SAVEPOINT a",
             "release a",

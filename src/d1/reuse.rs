@@ -683,9 +683,40 @@ mod tests {
                 run("RELEASE s"),
                 run(COUNTERS),
             ],
+            // Nested, and left open when the run ends.
+            vec![
+                run(CREATE),
+                run("SAVEPOINT a"),
+                run("SAVEPOINT b"),
+                run(SEED_ROW),
+                run("RELEASE a"),
+                run("SAVEPOINT c"),
+                run("INSERT INTO t (v) VALUES ('c')"),
+                run(COUNTERS),
+            ],
             with(constructor(), vec![]),
             with(constructor(), vec![run("SELECT * FROM t")]),
         ]);
+    }
+
+    #[test]
+    fn a_run_whose_storage_transactions_open_savepoints_keeps_its_store() {
+        let mut databases = sealed();
+        let transactions = with(
+            constructor(),
+            vec![
+                run("SAVEPOINT _cf_savepoint_0"),
+                run("INSERT INTO t (v) VALUES ('b')"),
+                run("RELEASE _cf_savepoint_0"),
+                run("SAVEPOINT _cf_sync_1"),
+                run("INSERT INTO t (v) VALUES ('c')"),
+                run("ROLLBACK TO _cf_sync_1"),
+                run("RELEASE _cf_sync_1"),
+            ],
+        );
+        answers(&mut databases, 1, &transactions);
+        databases.restore().unwrap();
+        assert!(databases.kept.contains_key(STORE));
     }
 
     #[test]
