@@ -720,6 +720,23 @@ describe("Durable Object SQL storage fidelity against Miniflare", () => {
     });
   });
 
+  it("creates the key-value table at the first write, not at a read", async () => {
+    const tables = sql("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
+    const outcomes = await same([
+      call("get", "k"),
+      call("get", ["a", "b"]),
+      call("list", { prefix: "a" }),
+      call("getAlarm"),
+      call("deleteAlarm"),
+      call("delete", []),
+      tables,
+      call("put", "k", 1),
+      tables,
+    ]);
+    expect(outcomes[6]?.value).toMatchObject({ rows: [] });
+    expect(outcomes[8]?.value).toMatchObject({ rows: [{ name: "_cf_KV" }] });
+  });
+
   it("shares one database between the key-value API and SQL, and deleteAll empties both", async () => {
     await same([
       call("put", "k", 1),

@@ -153,7 +153,7 @@ export class SimDurableObjectStorage {
       this.#current("storage.deleteAll()");
       if (this.#deleteAllDeletesAlarm) this.#changeAlarm({ time: null });
       if (!this.#sqlite) {
-        this.#store.kv("DELETE FROM _cf_KV");
+        this.#store.kvIfExists("DELETE FROM _cf_KV");
         this.#note(() => "storage.deleteAll()");
         return;
       }
@@ -314,11 +314,11 @@ export class SimDurableObjectStorage {
   }
 
   #changeAlarm(change: AlarmChange): void {
-    this.#store.ensureAlarm();
     if (change.time === null) {
-      this.#store.own("UPDATE _cf_ALARM SET time = NULL WHERE id = 1");
+      this.#store.alarmIfExists("UPDATE _cf_ALARM SET time = NULL WHERE id = 1");
       return;
     }
+    this.#store.ensureAlarm();
     this.#store.own(
       "INSERT INTO _cf_ALARM (id, time, generation) VALUES (1, ?1, 1) ON CONFLICT (id) DO UPDATE SET time = excluded.time, generation = generation + 1",
       [change.time],

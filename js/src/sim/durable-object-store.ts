@@ -27,6 +27,17 @@ const KV_SCHEMA =
 const ALARM_SCHEMA =
   "CREATE TABLE IF NOT EXISTS _cf_ALARM (id INTEGER PRIMARY KEY CHECK (id = 1), time REAL, generation INTEGER NOT NULL)";
 
+/** What a statement on a table that does not exist yet answers. */
+const NO_ROWS: D1RawResult = {
+  columns: [],
+  rows: [],
+  changes: 0,
+  lastRowId: 0,
+  rowsRead: 0,
+  rowsWritten: 0,
+  changedDb: false,
+};
+
 /** An open savepoint of an asynchronous transaction (`beginSavepoint`). */
 export interface Savepoint {
   readonly name: string;
@@ -67,9 +78,25 @@ export class ObjectStore {
     return statements.length === 0 ? [] : this.engine.d1Batch(this.name, statements, true);
   }
 
-  /** Runs `sql` on the KV table, creating it first if this object never used the KV API. */
-  kv(sql: string, params: readonly unknown[] = []): D1RawResult {
-    this.ensureKv();
+  /**
+   * Runs `sql` on the KV table if it exists, and answers no rows if not: as in workerd, only a
+   * write creates the table (`SqliteKv::ensureInitialized`), so an object that only reads shows
+   * no `_cf_KV` in `sqlite_master` and its size does not grow.
+   */
+  kvIfExists(sql: string, params: readonly unknown[] = []): D1RawResult {
+    if (!this.kvReady) {
+      if (!this.hasTable("_cf_KV")) return NO_ROWS;
+      this.kvReady = true;
+    }
+    return this.own(sql, params);
+  }
+
+  /** Runs `sql` on the alarm's table if it exists (only setting an alarm creates it), and answers no rows if not. */
+  alarmIfExists(sql: string, params: readonly unknown[] = []): D1RawResult {
+    if (!this.alarmReady) {
+      if (!this.hasTable("_cf_ALARM")) return NO_ROWS;
+      this.alarmReady = true;
+    }
     return this.own(sql, params);
   }
 
@@ -132,6 +159,11 @@ export class ObjectStore {
   /** The store exists in the engine; false until the object first touched its storage. */
   exists(): boolean {
     return this.opened || this.engine.d1Exists(this.name);
+  }
+
+  private hasTable(name: string): boolean {
+    if (!this.exists()) return false;
+    return this.own("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", [name]).rows.length > 0;
   }
 
   private open(): void {

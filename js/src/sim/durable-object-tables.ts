@@ -59,15 +59,14 @@ export type AlarmChange = { readonly time: number | null };
 
 /** The alarm set on the object at the end of a run or when its delivery comes, if any. */
 export function readAlarm(store: ObjectStore): { time: number; generation: number } | undefined {
-  store.ensureAlarm();
-  const row = store.own("SELECT time, generation FROM _cf_ALARM WHERE id = 1 AND time IS NOT NULL").rows[0];
+  const row = store.alarmIfExists("SELECT time, generation FROM _cf_ALARM WHERE id = 1 AND time IS NOT NULL")
+    .rows[0];
   return row ? { time: Number(row[0]), generation: Number(row[1]) } : undefined;
 }
 
 /** Clears the alarm if it is still the one set as `generation` (its handler succeeded or gave up). */
 export function clearAlarm(store: ObjectStore, generation: number): void {
-  store.ensureAlarm();
-  store.own("UPDATE _cf_ALARM SET time = NULL WHERE id = 1 AND generation = ?1", [generation]);
+  store.alarmIfExists("UPDATE _cf_ALARM SET time = NULL WHERE id = 1 AND generation = ?1", [generation]);
 }
 
 export function visibleAlarm(store: ObjectStore, hooks: StorageHooks): number | null {
@@ -96,14 +95,14 @@ export function alarmTime(value: unknown): number {
 }
 
 export function readOne(store: ObjectStore, key: string): unknown {
-  const row = store.kv("SELECT value FROM _cf_KV WHERE key = ?1", [key]).rows[0];
+  const row = store.kvIfExists("SELECT value FROM _cf_KV WHERE key = ?1", [key]).rows[0];
   return row ? decodeValue(row[0] as Uint8Array) : undefined;
 }
 
 export function readMany(store: ObjectStore, keys: string[]): Map<string, unknown> {
   if (keys.length === 0) return new Map();
   const marks = keys.map((_, i) => `?${i + 1}`).join(", ");
-  const result = store.kv(`SELECT key, value FROM _cf_KV WHERE key IN (${marks}) ORDER BY key`, keys);
+  const result = store.kvIfExists(`SELECT key, value FROM _cf_KV WHERE key IN (${marks}) ORDER BY key`, keys);
   return decodeEntries(result.rows.map((row) => [String(row[0]), row[1] as Uint8Array]));
 }
 
@@ -138,7 +137,10 @@ export function scan(store: ObjectStore, options: ListOptions): [string, Uint8Ar
   const clauses = where.length ? ` WHERE ${where.join(" AND ")}` : "";
   const limit = options.limit === undefined ? "" : ` LIMIT ${options.limit}`;
   const order = options.reverse ? "DESC" : "ASC";
-  const result = store.kv(`SELECT key, value FROM _cf_KV${clauses} ORDER BY key ${order}${limit}`, params);
+  const result = store.kvIfExists(
+    `SELECT key, value FROM _cf_KV${clauses} ORDER BY key ${order}${limit}`,
+    params,
+  );
   return result.rows.map((row) => [String(row[0]), row[1] as Uint8Array]);
 }
 

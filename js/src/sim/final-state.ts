@@ -93,15 +93,8 @@ export function finalState(
       const spec = binding(name, "durableObject");
       if (spec.kind !== "durableObject") return undefined;
       const store = durableObjectStore(spec.namespace, objectName);
-      if (!engine.d1Exists(store)) return undefined;
-      // An object that never used the KV-style API has no table for it: nothing is stored.
-      const table = engine.d1Run(
-        store,
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_cf_KV'",
-        [],
-        true,
-      );
-      return table.rows.length === 0 ? undefined : readOne(new ObjectStore(engine, store), key);
+      // An object that never wrote with the KV-style API has no table for it: nothing is stored.
+      return readOne(new ObjectStore(engine, store), key);
     },
     queue: (name) => {
       const queue = world.queues.get(name);
