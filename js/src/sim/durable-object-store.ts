@@ -17,6 +17,7 @@ export type StoreEngine = Pick<Engine, "d1Open" | "d1Exists" | "d1Run" | "d1Batc
  * `ctx.storage.sql` share one database. `WITHOUT ROWID` keeps it a plain ordered map. Keys compare
  * with SQLite's BINARY collation, byte by byte over UTF-8, the order Cloudflare lists keys in.
  */
+const KV_TABLE = "_cf_KV";
 const KV_SCHEMA =
   "CREATE TABLE IF NOT EXISTS _cf_KV (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID";
 
@@ -24,6 +25,7 @@ const KV_SCHEMA =
  * The object's one alarm. `generation` grows with every `setAlarm`, so the platform work an
  * earlier `setAlarm` queued can tell it has been replaced.
  */
+const ALARM_TABLE = "_cf_ALARM";
 const ALARM_SCHEMA =
   "CREATE TABLE IF NOT EXISTS _cf_ALARM (id INTEGER PRIMARY KEY CHECK (id = 1), time REAL, generation INTEGER NOT NULL)";
 
@@ -45,8 +47,8 @@ export interface Savepoint {
 
 export class ObjectStore {
   private opened = false;
-  private kvReady = false;
-  private alarmReady = false;
+  /** Whether each bookkeeping table (`_cf_KV`, `_cf_ALARM`) exists, once known in this run. */
+  private readonly tables = new Map<string, boolean>();
   /** Savepoints of asynchronous transactions open now, outermost first. */
   private readonly savepoints: Savepoint[] = [];
 
@@ -78,38 +80,45 @@ export class ObjectStore {
     return statements.length === 0 ? [] : this.engine.d1Batch(this.name, statements, true);
   }
 
+  ensureKv(): void {
+    this.ensureTable(KV_TABLE, KV_SCHEMA);
+  }
+
+  ensureAlarm(): void {
+    this.ensureTable(ALARM_TABLE, ALARM_SCHEMA);
+  }
+
   /**
    * Runs `sql` on the KV table if it exists, and answers no rows if not: as in workerd, only a
    * write creates the table (`SqliteKv::ensureInitialized`), so an object that only reads shows
    * no `_cf_KV` in `sqlite_master` and its size does not grow.
    */
   kvIfExists(sql: string, params: readonly unknown[] = []): D1RawResult {
-    if (!this.kvReady) {
-      if (!this.hasTable("_cf_KV")) return NO_ROWS;
-      this.kvReady = true;
-    }
-    return this.own(sql, params);
+    return this.hasTable(KV_TABLE) ? this.own(sql, params) : NO_ROWS;
   }
 
   /** Runs `sql` on the alarm's table if it exists (only setting an alarm creates it), and answers no rows if not. */
   alarmIfExists(sql: string, params: readonly unknown[] = []): D1RawResult {
-    if (!this.alarmReady) {
-      if (!this.hasTable("_cf_ALARM")) return NO_ROWS;
-      this.alarmReady = true;
-    }
-    return this.own(sql, params);
+    return this.hasTable(ALARM_TABLE) ? this.own(sql, params) : NO_ROWS;
   }
 
-  ensureKv(): void {
-    if (this.kvReady) return;
-    this.own(KV_SCHEMA);
-    this.kvReady = true;
+  private ensureTable(table: string, schema: string): void {
+    if (this.tables.get(table)) return;
+    this.own(schema);
+    this.tables.set(table, true);
   }
 
-  ensureAlarm(): void {
-    if (this.alarmReady) return;
-    this.own(ALARM_SCHEMA);
-    this.alarmReady = true;
+  /** Whether a bookkeeping table exists: asked of the store once for both, until they may change. */
+  private hasTable(table: string): boolean {
+    const known = this.tables.get(table);
+    if (known !== undefined) return known;
+    const found = this.exists()
+      ? this.own(
+          `SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('${KV_TABLE}', '${ALARM_TABLE}')`,
+        ).rows.map((row) => row[0])
+      : [];
+    for (const name of [KV_TABLE, ALARM_TABLE]) this.tables.set(name, found.includes(name));
+    return this.tables.get(table) === true;
   }
 
   /**
@@ -148,22 +157,16 @@ export class ObjectStore {
   }
 
   /**
-   * After `deleteAll` dropped tables, or a rollback undid their creation: create them again on
-   * their next use (`IF NOT EXISTS`, so no harm if they are there).
+   * After `deleteAll` dropped tables, or a rollback undid their creation: ask again whether they
+   * exist, and create them at the next write (`IF NOT EXISTS`, so no harm if they are there).
    */
   forgetTables(): void {
-    this.kvReady = false;
-    this.alarmReady = false;
+    this.tables.clear();
   }
 
   /** The store exists in the engine; false until the object first touched its storage. */
   exists(): boolean {
     return this.opened || this.engine.d1Exists(this.name);
-  }
-
-  private hasTable(name: string): boolean {
-    if (!this.exists()) return false;
-    return this.own("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", [name]).rows.length > 0;
   }
 
   private open(): void {

@@ -70,6 +70,8 @@ export function finalState(
     }
     return spec;
   };
+  // Invariants only read: what one learns of an object's tables holds for the next.
+  const objectStores = new Map<string, ObjectStore>();
   return {
     // By any of the database's bindings: `admin/DB` reads the store it shares with `DB`.
     d1: (db, sql, ...params) => rows(d1Store(world.workers, db), sql, params, db),
@@ -94,7 +96,12 @@ export function finalState(
       if (spec.kind !== "durableObject") return undefined;
       const store = durableObjectStore(spec.namespace, objectName);
       // An object that never wrote with the KV-style API has no table for it: nothing is stored.
-      return readOne(new ObjectStore(engine, store), key);
+      let objectStore = objectStores.get(store);
+      if (!objectStore) {
+        objectStore = new ObjectStore(engine, store);
+        objectStores.set(store, objectStore);
+      }
+      return readOne(objectStore, key);
     },
     queue: (name) => {
       const queue = world.queues.get(name);
