@@ -789,7 +789,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       const wakeable =
         this.parked.some((effect) => effect.invocation.live) ||
         this.answers.some(({ effect }) => effect.invocation.live) ||
-        ((eventsLeft || this.pending.length > 0) && this.tasks < this.concurrency);
+        ((eventsLeft || this.pending.length > 0) && this.tasks < this.concurrency) ||
+        this.nextTimer() !== undefined;
       if (now === before && wakeable) return true;
       before = now;
     }
@@ -1149,8 +1150,12 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
         // What still runs may wait on a parked effect of another invocation (a callee awaiting a
         // callback its caller passed over RPC, which calls the caller's bindings): once a turn
         // changes nothing, the run loop executes that effect.
+        // So may a timer that has yet to fire (a section that holds an object over a wait), which
+        // `drive` fires once no effect is parked.
         const now = `${this.parked.length} ${waiting.length} ${this.invocations}`;
-        if (now === before && this.parked.some((effect) => effect.invocation.live)) return;
+        const wakeable =
+          this.parked.some((effect) => effect.invocation.live) || this.nextTimer() !== undefined;
+        if (now === before && wakeable) return;
         before = now;
       }
       this.cancelHung();
