@@ -69,6 +69,37 @@ describe("a reset of a Durable Object with calls in flight", () => {
   });
 });
 
+describe("calls an object made that were not delivered when it was reset", () => {
+  const queued = (name: string) => fixture(`do-reset/queued/${name}.sim.ts`);
+  /** The schedule without switches of a scenario (as found), where the sender's reset comes first. */
+  const withoutSwitches = async (file: string) => {
+    const base = violated(await check(file)).runSeed.split(":")[0];
+    return check(file, { replay: `${base}:1,2:-:0` });
+  };
+
+  for (const how of ["abort", "throw"]) {
+    it(`drops the call waiting at another object's gate when the object that made it resets (${how})`, async () => {
+      const result = await withoutSwitches(queued(how));
+      if (result.verdict !== "HELD") throw new Error(`expected the replay to hold, got ${result.verdict}`);
+      expect(result.trace).toContain(
+        'req-2#1/0/0 died at the gate of Durable Object Holder "holder": ' +
+          "its caller's Durable Object was reset before the call went in, and the runtime drops it",
+      );
+      expect(result.trace.join("\n")).not.toContain("storage.put");
+    });
+  }
+
+  it("drops a call not sent yet when the object that made it aborts right after: BOUNDED", async () => {
+    expect((await check(queued("abort-now"))).verdict).toBe("BOUNDED");
+  });
+
+  it("lets a call waiting at a gate in once the section there has waited out its timer", async () => {
+    // The holder's section waits a second on a fetch: a timer to fire, not a deadlock to end at
+    // the 30-second limit.
+    expect((await check(queued("wait"))).verdict).toBe("BOUNDED");
+  });
+});
+
 describe("fixes that hold the object with blockConcurrencyWhile, with a reset among the faults", () => {
   it("examples/seats-race's gated fix, three bookings at once: BOUNDED", async () => {
     expect((await check(fixture("concurrency/seats-three-gated.faults.sim.ts"))).verdict).toBe("BOUNDED");
@@ -90,7 +121,7 @@ function comparable(result: CheckResult): Omit<CheckResult, "elapsedMs"> {
 }
 
 describe("the two runtimes", () => {
-  for (const scenario of ["old-instance", "transaction", "gate-reset", "gate-crash"]) {
+  for (const scenario of ["old-instance", "transaction", "gate-reset", "gate-crash", "queued/abort"]) {
     it(`give do-reset/${scenario}.sim.ts the verdict and trace Node gives it inside workerd`, async () => {
       const file = fixture(`do-reset/${scenario}.sim.ts`);
       const node = await check(file);

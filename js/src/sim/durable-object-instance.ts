@@ -76,7 +76,7 @@ export interface Abandon {
    * `blockConcurrencyWhile`). Otherwise (a code update) they run on unheard.
    */
   readonly kill: boolean;
-  /** The invocation whose own code reset the object: it gets the error as its code's exception. */
+  /** The invocation whose own code reset the object: it dies with the others (`kill`). */
   readonly by?: Invocation | undefined;
 }
 
@@ -143,10 +143,23 @@ export async function serveCall(
     // Every callback that holds the object now; a rejected one fails this call too.
     invocation.waitingFor = `Durable Object ${slot.namespace.className} ${shortId(slot.id)}`;
     for (const holder of live.blockers.values()) if (holder !== invocation) waitedForOthers = true;
+    const dropped = new Promise<void>((resolve) => {
+      invocation.wakeAtGate = resolve;
+    });
     try {
-      await Promise.race([Promise.all(live.blockers.keys()), live.ended]);
+      await Promise.race([Promise.all(live.blockers.keys()), live.ended, dropped]);
     } finally {
       invocation.waitingFor = undefined;
+      invocation.wakeAtGate = undefined;
+    }
+    if (invocation.droppedAtGate) {
+      // Its caller is gone: the call never reaches the object, nor answers anyone.
+      live.serving.delete(invocation);
+      run.die(
+        invocation,
+        `at the gate of Durable Object ${slot.namespace.className} ${shortId(slot.id)}: ${invocation.orphanedBecause} before the call went in, and the runtime drops it`,
+      );
+      return new Promise<never>(() => {});
     }
     // The calls that waited are let in one at a time, as the input gate delivers them: one
     // macrotask turn each, in the order they came, so that the first runs until it waits on
@@ -274,7 +287,15 @@ export function reset(run: RunContext, slot: ObjectSlot, why: string, abandon: A
   run.trace(
     `Durable Object ${slot.namespace.className} ${shortId(slot.id)} reset (${why}): its in-memory state is gone`,
   );
-  const abandoned = [...live.serving].filter((invocation) => invocation !== abandon.by && invocation.live);
+  // Aborted, the instance runs no more code, that of the invocation whose own code reset it
+  // included (workerd: code after `ctx.abort()` or a failed `blockConcurrencyWhile` never runs),
+  // and the calls it made that were not delivered yet are canceled: those parked die with their
+  // invocation, those waiting at another object's gate are dropped. A call that went in runs on.
+  const abandoned = new Set([...live.serving].filter((invocation) => invocation.live));
+  if (abandon.kill && abandon.by?.live) abandoned.add(abandon.by);
+  if (abandon.kill) {
+    for (const invocation of abandoned) invocation.dropCallsAtGates("its caller's Durable Object was reset");
+  }
   // Every caller hears of the reset before any of the invocations dies (which would fail its call
   // as a lost connection instead).
   for (const invocation of abandoned) invocation.orphan(anew(error));

@@ -68,6 +68,13 @@ export class Invocation implements EffectScope {
    */
   orphaned = false;
   orphanedBecause = "its object was reset";
+  /**
+   * Set when its call, still waiting at a Durable Object's gate, was dropped: the one who made
+   * it is gone (see `dropCallsAtGates`), and the call never goes in.
+   */
+  droppedAtGate = false;
+  /** Wakes the call's wait at the gate, while it waits there. */
+  wakeAtGate: (() => void) | undefined;
   private effects = 0;
   private readonly onDeath: (() => void)[] = [];
   private onCancel: ((error: Error) => void) | undefined;
@@ -176,6 +183,20 @@ export class Invocation implements EffectScope {
   }
 
   /**
+   * The calls this invocation made to Durable Objects that still wait at the object's gate
+   * (behind a critical section) are dropped: the runtime cancels a call not yet delivered when
+   * the one who made it dies or its own object is reset, where a call already going on runs on.
+   */
+  dropCallsAtGates(because: string): void {
+    for (const callee of this.callees) {
+      if (callee.resource === undefined || callee.waitingFor === undefined || !callee.live) continue;
+      callee.droppedAtGate = true;
+      callee.orphan(lostConnection(), because);
+      callee.wakeAtGate?.();
+    }
+  }
+
+  /**
    * The runtime cancels the invocation because its code hung: it ends as if it threw `error`
    * (its `waitUntil` work is dropped), and whoever awaits it gets `error`.
    */
@@ -194,6 +215,7 @@ export class Invocation implements EffectScope {
   kill(): void {
     if (!this.live) return;
     this.state = "dead";
+    this.dropCallsAtGates("its caller died");
     for (const callee of this.callees) {
       if (callee.resource === undefined) callee.kill();
       else callee.orphan(lostConnection(), "its caller died");
