@@ -54,7 +54,8 @@ interface CheckHeader {
  * than it seems to: `no-binding-call`, no run reached a binding, so no fault was tried and
  * nothing interleaved; `no-request-succeeded`, every request the driver sent was answered 400 or
  * more (or not at all) in every run, so the invariants held over a Worker that fails or refuses
- * them;
+ * them; `no-work-succeeded`, the platform's work of one kind (a queue's batches, an object's
+ * alarm, cron ticks) threw every time it ran, in every run;
  * `platform-retries-cut`, `maxRedeliveries` refused a retry Cloudflare would make (a queue batch
  * within its `max_retries`, an alarm within its 6 retries), so what follows was not explored;
  * `queue-not-consumed`, a Worker sent to a queue no Worker of the scenario consumes, so what its
@@ -67,6 +68,7 @@ export interface CheckWarning {
   readonly kind:
     | "no-binding-call"
     | "no-request-succeeded"
+    | "no-work-succeeded"
     | "platform-retries-cut"
     | "queue-not-consumed"
     | "alarm-before-event"
@@ -381,6 +383,8 @@ class Reach {
   private retryCut: Run["retryCut"];
   /** Queues sent to that no Worker consumes, each with the first binding that sent to it. */
   private readonly unconsumed = new Map<string, string>();
+  /** The platform's work delivered (a queue's batches, an object's alarm, cron ticks), as `Run.handled`. */
+  private readonly handled = new Map<string, { returned: boolean; threw?: string }>();
   /** Runs in which an alarm rang before the next event, and the first of them. */
   private alarmRuns = 0;
   private alarmBeforeEvent: Run["alarmBeforeEvent"];
@@ -388,6 +392,12 @@ class Reach {
   add(run: Run): void {
     this.runs++;
     this.effects ||= run.effects > 0;
+    for (const [work, handled] of run.handled) {
+      const seen = this.handled.get(work) ?? { returned: false };
+      seen.returned ||= handled.returned;
+      seen.threw ??= handled.threw;
+      this.handled.set(work, seen);
+    }
     for (const [queue, binding] of run.unconsumed)
       if (!this.unconsumed.has(queue)) this.unconsumed.set(queue, binding);
     if (run.alarmBeforeEvent) {
@@ -430,6 +440,13 @@ class Reach {
       warnings.push({
         kind: "no-request-succeeded",
         message: `No request got a 2xx or 3xx answer in any run (first: ${this.refusal}), so the invariants held over a Worker that refused every request: are the requests the ones it serves?`,
+      });
+    }
+    for (const [work, { returned, threw }] of this.handled) {
+      if (returned || threw === undefined) continue;
+      warnings.push({
+        kind: "no-work-succeeded",
+        message: `No ${work} ran without an exception in any run (first: ${threw}), so the invariants held over a handler that fails every time.`,
       });
     }
     if (this.retryCut) {

@@ -56,6 +56,16 @@ function mergedWarnings(
     if (warning && complete && ordered.every((r) => of(r).some((w) => w.kind === kind)))
       warnings.push(warning);
   }
+  // Said of every run, each of the lowest shard's for work that failed in every shard too.
+  const failing = (r: ShardedResult) =>
+    of(r)
+      .filter((w) => w.kind === "no-work-succeeded")
+      .map((w) => w.message.split(" (first: ")[0]);
+  for (const warning of ordered.length > 0 ? of(ordered[0] as ShardedResult) : []) {
+    if (warning.kind !== "no-work-succeeded" || !complete) continue;
+    const work = warning.message.split(" (first: ")[0];
+    if (ordered.every((r) => failing(r).includes(work))) warnings.push(warning);
+  }
   const cut = first("platform-retries-cut");
   if (cut) warnings.push(cut);
   const alarm = first("alarm-before-event");

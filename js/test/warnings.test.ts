@@ -68,6 +68,24 @@ describe("a verdict's warnings", () => {
     expect((await check(fixture("poison.retries.sim.ts"))).verdict).toBe("VIOLATED");
   });
 
+  it("say that a queue's consumer threw at every batch, which no request answer shows", async () => {
+    // A consumer bound to the wrong database fails the same way: BOUNDED, and nothing else
+    // would tell that the invariants were never checked against a batch that went through.
+    const result = await check(fixture("poison.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+    const warning =
+      "warnings" in result ? result.warnings?.find((w) => w.kind === "no-work-succeeded") : undefined;
+    expect(warning?.message).toBe(
+      "No batch of queue orders ran without an exception in any run (first: batch-1#1 threw Error: cannot parse 1 message(s)), so the invariants held over a handler that fails every time.",
+    );
+    const shards = [0, 1].map((index) => ({ index, count: 2 }));
+    const parts: CheckResult[] = [];
+    for (const shard of shards) parts.push(await check(fixture("poison.sim.ts"), { shard }));
+    const merged = mergeResults(parts, ["1", "2"]) as CheckResult;
+    expect(kinds(merged)).toContain("no-work-succeeded");
+    // A consumer that gets through its batches gives none (consumer.test.ts: the fixed orders).
+  });
+
   it("survive a merge only when every shard gives them", async () => {
     const echo = [
       await check(fixture("echo.sim.ts"), { shard: { index: 0, count: 2 } }),

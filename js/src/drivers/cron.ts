@@ -28,6 +28,7 @@ export function cronEvents(driver: CronDriver, first: number): SimEvent[] {
         const controller = { cron: driver.cron, scheduledTime, type: "scheduled", noRetry: () => {} };
         const outcome = await run.deliver(`${id}#1`, {
           worker: main,
+          work: `cron tick (${driver.cron})`,
           body: (ctx, env) => callHandler(run, main, undefined, "scheduled", controller, env, ctx),
         });
         // A run that died in its ctx.waitUntil work after the handler returned did not finish.

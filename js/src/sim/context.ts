@@ -20,6 +20,11 @@ export interface InvocationCall {
   readonly props?: Readonly<Record<string, unknown>>;
   /** The shared state the invocation runs inside of (`DO:<object>`), see `Invocation.resource`. */
   readonly resource?: string;
+  /**
+   * The platform's work it does, as a warning names it (`queue batch of orders`), when the check
+   * should say that none of it ever ran without an exception.
+   */
+  readonly work?: string;
 }
 
 /** How a top-level invocation ended. */

@@ -511,6 +511,7 @@ async function deliverAlarm(
     const info = { retryCount: attempt - 1, isRetry: attempt > 1, scheduledTime: alarm.time };
     const outcome = await run.deliver(`${work}#${attempt}`, {
       worker: slot.namespace.worker,
+      work: `alarm of Durable Object class ${slot.namespace.className}`,
       resource: objectResource(slot),
       body: (_ctx, _env, invocation) =>
         serveCall(run, slot, invocation, (instance) => {

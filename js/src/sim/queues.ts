@@ -473,6 +473,7 @@ async function deliverLeased(
 
   await run.deliver(id, {
     worker: consumer.worker,
+    work: `batch of queue ${queue.name}`,
     body: async (ctx, env, invocation) => {
       const batch = messageBatch(queue.name, messages, metrics, result);
       const waits: Promise<unknown>[] = [];

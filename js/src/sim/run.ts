@@ -118,6 +118,11 @@ const ALARM_AHEAD_NOTED_MS = 1000;
 
 export class Run implements RunContext, EffectSink, DeterminismSource {
   readonly responses: ClientResponse[] = [];
+  /**
+   * The platform's work delivered in this run (`InvocationCall.work`): whether some delivery of
+   * it returned, and the first that threw.
+   */
+  readonly handled = new Map<string, { returned: boolean; threw?: string }>();
   private readonly parked: ParkedEffect[] = [];
   private readonly live = new Set<Invocation>();
   private readonly exports = new Map<SimWorker, Exports>();
@@ -873,8 +878,16 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     // work: the client has the response by then. `outcome` is still "died" if it never did.
     // (Set in callbacks, which the compiler cannot follow.)
     const ended = outcome as Outcome;
+    if (call.work !== undefined) this.noteHandled(call.work, id, ended);
     if (ended.kind === "returned" && !invocation.live) return { ...ended, diedAfter: true };
     return ended;
+  }
+
+  private noteHandled(work: string, id: string, outcome: Outcome): void {
+    const handled = this.handled.get(work) ?? { returned: false };
+    if (outcome.kind === "returned") handled.returned = true;
+    if (outcome.kind === "threw") handled.threw ??= `${id} threw ${describe(outcome.error)}`;
+    this.handled.set(work, handled);
   }
 
   host(caller: Invocation, effect: number, call: InvocationCall): Promise<unknown> {
