@@ -153,6 +153,25 @@ bindings = [{ name = "LOGS", destination = "logs" }]
     ]);
   });
 
+  it("refuses a misspelt key of one it reads, whose bindings would be missing, and leaves wrangler's other keys alone", () => {
+    const misspelt = write(
+      "wrangler.json",
+      `{ "name": "x", "d1_database": [{ "binding": "DB", "database_name": "db", "database_id": "1" }] }`,
+    );
+    expect(inputErrorOf(() => readWranglerConfig(misspelt)).problem).toBe(
+      "has an unknown field d1_database: did you mean d1_databases?",
+    );
+    const inEnv = write("wrangler.json", `{ "name": "x", "env": { "staging": { "kv_namespace": [] } } }`);
+    expect(inputErrorOf(() => readWranglerConfig(inEnv, "staging")).problem).toBe(
+      "has an unknown field env.staging.kv_namespace: did you mean kv_namespaces?",
+    );
+    const others = write(
+      "wrangler.json",
+      `{ "name": "x", "route": "example.com/*", "routes": [], "workers_dev": true, "observability": {}, "placement": {}, "upload_source_maps": true, "tail_consumers": [], "my_own_notes": 1 }`,
+    );
+    expect(readWranglerConfig(others).name).toBe("x");
+  });
+
   it("rejects a dead letter queue that is the queue itself: its messages would go round forever", () => {
     const file = write(
       "wrangler.json",

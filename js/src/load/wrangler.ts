@@ -13,6 +13,7 @@ import { dirname, join, resolve } from "node:path";
 import { parseEnv } from "node:util";
 import { type ParseError, parse as parseJsonc, printParseErrorCode } from "jsonc-parser";
 import { parse as parseToml, TomlError } from "smol-toml";
+import { closest } from "../closest.ts";
 import { InputError } from "../errors.ts";
 
 export interface D1DatabaseBinding {
@@ -157,6 +158,96 @@ const UNSUPPORTED_SINGLES = [
   "media",
   "stream",
 ] as const;
+
+/** The top-level keys eutaxy reads from a config (besides the binding kinds it refuses above). */
+const READ_KEYS = [
+  "name",
+  "main",
+  "compatibility_date",
+  "compatibility_flags",
+  "vars",
+  "secrets",
+  "define",
+  "rules",
+  "find_additional_modules",
+  "durable_objects",
+  "queues",
+  "triggers",
+  "d1_databases",
+  "kv_namespaces",
+  "services",
+  "migrations",
+  "env",
+] as const;
+
+/**
+ * The other top-level keys of wrangler's config (4.86): a key that is none of these nor one
+ * eutaxy reads, and is a letter or two from one eutaxy reads (`d1_database`), is a misspelling
+ * wrangler would only warn of, and the bindings it meant would be missing.
+ */
+const OTHER_WRANGLER_KEYS = [
+  "$schema",
+  "account_id",
+  "alias",
+  "base_dir",
+  "build",
+  "cloudchamber",
+  "compliance_region",
+  "containers",
+  "data_blobs",
+  "dev",
+  "first_party_worker",
+  "jsx_factory",
+  "jsx_fragment",
+  "keep_names",
+  "keep_vars",
+  "legacy_env",
+  "limits",
+  "logpush",
+  "minify",
+  "no_bundle",
+  "node_compat",
+  "observability",
+  "pages_build_output_dir",
+  "placement",
+  "preserve_file_names",
+  "preview_urls",
+  "python_modules",
+  "route",
+  "routes",
+  "send_metrics",
+  "site",
+  "streaming_tail_consumers",
+  "tail_consumers",
+  "text_blobs",
+  "tsconfig",
+  "unsafe",
+  "upload_source_maps",
+  "usage_model",
+  "wasm_modules",
+  "workers_dev",
+  "zone_id",
+] as const;
+
+/** Says which read key a misspelt key of `fields` meant, at `keyPath`; nothing for keys wrangler knows. */
+function refuseMisspelledKeys(
+  fields: Fields,
+  keyPath: (key: string) => string,
+  fail: (problem: string) => never,
+) {
+  const known = new Set<string>([
+    ...READ_KEYS,
+    ...OTHER_WRANGLER_KEYS,
+    ...UNSUPPORTED_SINGLES,
+    ...Object.keys(UNSUPPORTED_LISTS).map((field) => field.split(".")[0] as string),
+    ...INHERITABLE,
+  ]);
+  for (const key of Object.keys(fields)) {
+    if (known.has(key)) continue;
+    const meant = closest(key, READ_KEYS);
+    if (meant !== undefined) fail(`has an unknown field ${keyPath(key)}: did you mean ${meant}?`);
+  }
+}
 
 /** The config files wrangler reads, in the order it prefers them within one folder. */
 const CONFIG_FILES = ["wrangler.json", "wrangler.jsonc", "wrangler.toml"] as const;
@@ -315,8 +406,10 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
     throw new InputError(path, problem);
   }
   if (!isObject(raw)) fail("the config must be an object");
+  refuseMisspelledKeys(raw, (key) => key, fail);
   const { config, keyPath }: Selected =
     env === undefined ? { config: raw, keyPath: (key) => key } : selectEnvironment(raw, env, fail);
+  if (env !== undefined) refuseMisspelledKeys(config, keyPath, fail);
 
   const optionalString = (value: unknown, field: string): string | undefined => {
     if (value !== undefined && typeof value !== "string") fail(`${field} must be a string`);
