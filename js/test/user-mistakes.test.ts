@@ -212,6 +212,39 @@ describe("a scenario script that keeps state from one run to the next", () => {
   });
 });
 
+describe("a consumer() given its entry alone", () => {
+  it("says which config named it as the scenario's Worker, and how to give it its own", async () => {
+    // Wrangler's search from src/ finds the producer's config above it.
+    const dir = project({
+      "wrangler.json": JSON.stringify({
+        name: "orders",
+        main: "src/orders.ts",
+        compatibility_date: "2025-09-01",
+        queues: { producers: [{ binding: "JOBS", queue: "jobs" }] },
+      }),
+      "src/orders.ts": `export default { async fetch(_r: Request, env: { JOBS: Queue }) {
+        await env.JOBS.send({ id: 1 });
+        return new Response("queued");
+      } };`,
+      "src/jobs.ts": "export default { async queue() {} };",
+      "s.sim.ts": `import { consumer, defineScenario, http, invariant } from "eutaxy/cloudflare";
+        export default defineScenario({
+          name: "orders",
+          worker: { config: "./wrangler.json" },
+          setup: [consumer({ entry: "./src/jobs.ts" })],
+          drive: http([{ path: "/" }]),
+          invariants: [invariant("answered", () => true)],
+        });`,
+    });
+    const error = await failure(join(dir, "s.sim.ts"));
+    expect(error).toBeInstanceOf(InputError);
+    // Paths are shown from the working folder.
+    expect((error as InputError).problem.replaceAll(`${dir}/`, "")).toBe(
+      "setup[0]: two Workers in the scenario are named orders: src/jobs.ts, named in wrangler.json, and src/orders.ts, named in wrangler.json; give consumer() the config its Worker is deployed with: consumer({ entry, config })",
+    );
+  });
+});
+
 describe("an API eutaxy does not simulate, used as a module loads", () => {
   it("names the Worker whose module used it, not the one the requests reach", async () => {
     const dir = project({

@@ -200,7 +200,7 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
         );
       }
       if (same) {
-        throw new InputError(file, `setup[${i}]: two Workers in the scenario are named ${worker.name}`);
+        throw new InputError(file, `setup[${i}]: ${twoNamed(worker, same, step.kind)}`);
       }
       workers.push(worker);
       consumers.push({ worker, step: i });
@@ -241,7 +241,7 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
     }
     const same = workers.find((w) => w.prefix === callee.prefix);
     if (same && same.entry !== callee.entry) {
-      throw new InputError(file, `setup[${i}]: two Workers in the scenario are named ${callee.name}`);
+      throw new InputError(file, `setup[${i}]: ${twoNamed(callee, same, step.kind)}`);
     }
     // Two bindings to one Worker (two of its entrypoints, say) reach the same Worker.
     if (same) callee = same;
@@ -551,4 +551,19 @@ function collectQueues(workers: readonly SimWorker[]): Map<string, SimQueue> {
     if (dlq && !queues.has(dlq)) add(dlq, undefined);
   }
   return queues;
+}
+
+/**
+ * Two Workers of one name, each with where its name came from: most often a `consumer()` or
+ * `callee()` given an entry alone, whose config wrangler's search found above it, the other
+ * Worker's.
+ */
+function twoNamed(added: SimWorker, present: SimWorker, step: string): string {
+  const named = (worker: SimWorker) =>
+    worker.config ? `${shown(worker.entry)}, named in ${shownConfig(worker.config)}` : shown(worker.entry);
+  const shared = added.config && present.config && added.config.file === present.config.file;
+  return (
+    `two Workers in the scenario are named ${added.name}: ${named(added)}, and ${named(present)}` +
+    (shared ? `; give ${step}() the config its Worker is deployed with: ${step}({ entry, config })` : "")
+  );
 }
