@@ -16,7 +16,7 @@ import { faultMeaning, faultName } from "./html/faults.ts";
 import { renderStory } from "./html/story.ts";
 import { STYLE } from "./html/style.ts";
 import { parseTrace, type Statement, type Step } from "./html/trace.ts";
-import { notAProof, plural, REDUCTION_CAVEAT, replayCommand, sampled } from "./report.ts";
+import { notAProof, plural, REDUCTION_CAVEAT, ranOut, replayCommand, sampled } from "./report.ts";
 
 export function renderHtml(result: CheckResult): string {
   switch (result.verdict) {
@@ -131,9 +131,7 @@ function coveragePage(result: CheckResult & { verdict: "BOUNDED" | "INCOMPLETE" 
   const lead =
     result.verdict === "BOUNDED"
       ? `Every schedule within the bounds ran and no invariant broke: ${plural(result.runs, "schedule")} in ${seconds(result.elapsedMs)}.`
-      : result.reason === "budget"
-        ? `The budget of ${b.budgetMs} ms ran out after ${plural(result.runs, "schedule")}, before every schedule within the bounds had run.`
-        : `The limit on runs was reached after ${plural(result.runs, "schedule")}, before every schedule within the bounds had run.`;
+      : ranOut(result);
   const meaning =
     result.verdict === "BOUNDED"
       ? `Every placement of at most ${plural(b.maxFaultsPerRun, "fault")} per run, at every effect of every invocation, ran with every resend it caused (up to ${plural(b.maxRedeliveries, "redelivery")} of each event, ${b.maxConcurrentInvocations === 1 ? "one invocation at a time" : `in every interleaving of up to ${b.maxConcurrentInvocations} invocations at once`}), and every invariant held at the end of every run.${result.partialOrderReduction ? ` ${REDUCTION_CAVEAT}` : ""}`

@@ -94,10 +94,11 @@ export function renderJunit(
       break;
     }
     case "INCOMPLETE": {
+      const ran = `${result.runs} ${result.strategy === "exhaustive" ? "schedules" : "runs"}`;
       const reason =
         result.reason === "budget"
-          ? `INCOMPLETE: the budget of ${result.bounds.budgetMs} ms ran out after ${result.runs} schedules; no invariant broke in them, but not every schedule within the bounds ran`
-          : `INCOMPLETE: the limit on runs was reached after ${result.runs} schedules; no invariant broke in them, but not every schedule within the bounds ran`;
+          ? `INCOMPLETE: the budget of ${result.bounds.budgetMs} ms ran out after ${ran}; no invariant broke in them, but not every schedule within the bounds ran`
+          : `INCOMPLETE: the limit on runs was reached after ${ran}; no invariant broke in them, but not every schedule within the bounds ran`;
       cases = names.map((name) => ({
         name,
         outcome: { kind: "error", type: "INCOMPLETE", message: reason, body: report },

@@ -70,12 +70,10 @@ export function renderReport(result: CheckResult, notes: readonly string[] = [])
       return [
         head,
         "",
-        result.reason === "budget"
-          ? `The budget of ${result.bounds.budgetMs} ms ran out after ${plural(result.runs, "schedule")}, before every schedule within the bounds had run.`
-          : `The limit on runs was reached after ${plural(result.runs, "schedule")}, before every schedule within the bounds had run.`,
+        ranOut(result),
         ...(result.strategy === "exhaustive" ? [] : [sampled(result)]),
         notAProof(result),
-        ...splitAdvice(result),
+        ...advice(result),
         `Bounds: ${describeBounds(result)}.`,
         ...notes,
         ...renderWarnings(result),
@@ -214,6 +212,18 @@ export function sampled(result: Extract<CheckResult, { verdict: "INCOMPLETE" }>)
   return `Sampled by ${name}${switched}: ${plural(result.distinctSchedules, "distinct schedule")}.`;
 }
 
+/**
+ * Why an INCOMPLETE check stopped, and after how many runs: schedules when it explored them one
+ * by one, runs when it sampled, which may draw a schedule more than once (`sampled` says how
+ * many were distinct).
+ */
+export function ranOut(result: Extract<CheckResult, { verdict: "INCOMPLETE" }>): string {
+  const ran = plural(result.runs, result.strategy === "exhaustive" ? "schedule" : "run");
+  return result.reason === "budget"
+    ? `The budget of ${result.bounds.budgetMs} ms ran out after ${ran}, before every schedule within the bounds had run.`
+    : `The limit on runs was reached after ${ran}, before every schedule within the bounds had run.`;
+}
+
 /** What an INCOMPLETE check's schedules say, and what would make it a proof. */
 export function notAProof(result: Extract<CheckResult, { verdict: "INCOMPLETE" }>): string {
   return result.strategy !== "exhaustive" && result.switchedAfterRuns === undefined
@@ -235,13 +245,21 @@ export function describeBounds(result: Pick<CheckResult, "bounds">): string {
   return `maxFaultsPerRun ${b.maxFaultsPerRun}, maxRedeliveries ${b.maxRedeliveries}, maxConcurrentInvocations ${b.maxConcurrentInvocations}, budgetMs ${b.budgetMs}`;
 }
 
+/** Fewer runs than this in a whole budget say the budget was too short to tell the tree's size. */
+const FEW_RUNS = 100;
+
 /**
- * For an INCOMPLETE check that both injects faults and interleaves invocations: the two multiply
- * (every fault at every point of every interleaving), and each alone is far smaller.
+ * What to do about an INCOMPLETE check. A budget that ran out within the first runs, which
+ * compile the Workers' code and take longest, says nothing of the tree: give it more time. For
+ * one that both injects faults and interleaves invocations: the two multiply (every fault at
+ * every point of every interleaving), and each alone is far smaller.
  */
-function splitAdvice(result: {
-  bounds: { maxFaultsPerRun: number; maxConcurrentInvocations: number };
-}): string[] {
+function advice(result: Extract<CheckResult, { verdict: "INCOMPLETE" }>): string[] {
+  if (result.reason === "budget" && result.runs < FEW_RUNS) {
+    return [
+      "The first runs compile the Workers' code and take the longest, so a budget spent on them says little of how many schedules the bounds hold: give it a few seconds before splitting the scenario.",
+    ];
+  }
   const { maxFaultsPerRun, maxConcurrentInvocations } = result.bounds;
   if (maxFaultsPerRun === 0 || maxConcurrentInvocations < 2) return [];
   return [

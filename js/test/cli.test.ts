@@ -83,11 +83,21 @@ describe("eutaxy check", () => {
   });
 
   it("says how to split an INCOMPLETE check that both injects faults and interleaves", () => {
-    const run = eutaxy(["check", "./seats.gated.sim.ts", "--budget-ms", "1"], `${root}examples/seats-race`);
+    // Ten orders, two faults a run, two invocations at once: far more than a second covers.
+    const run = eutaxy(["check", "./orders-10.sim.ts", "--budget-ms", "1000"], `${root}js/bench/scenarios`);
     expect(run.code).toBe(3);
     expect(run.stdout).toContain(
       "Faults and interleavings multiply: checking the races (maxFaultsPerRun 0) and the faults (maxConcurrentInvocations 1) in two scenarios takes far fewer schedules; --workers N also explores on N CPUs.",
     );
+  });
+
+  it("says to give a budget spent on the first runs more time, before anything else", () => {
+    const run = eutaxy(["check", "./seats.gated.sim.ts", "--budget-ms", "1"], `${root}examples/seats-race`);
+    expect(run.code).toBe(3);
+    expect(run.stdout).toContain(
+      "The first runs compile the Workers' code and take the longest, so a budget spent on them says little of how many schedules the bounds hold: give it a few seconds before splitting the scenario.",
+    );
+    expect(run.stdout).not.toContain("Faults and interleavings multiply");
   });
 
   it("says what is wrong with a negative budget, not that the option is ambiguous", () => {

@@ -307,6 +307,7 @@ describe("pages without a counterexample", () => {
       renderHtml({
         verdict: "INCOMPLETE",
         reason: "budget",
+        strategy: "exhaustive",
         runs: 120,
         scenario: "checkout",
         file: "checkout.sim.ts",
