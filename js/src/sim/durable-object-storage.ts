@@ -154,6 +154,7 @@ export class SimDurableObjectStorage {
       if (this.#deleteAllDeletesAlarm) this.#changeAlarm({ time: null });
       if (!this.#sqlite) {
         this.#store.kvIfExists("DELETE FROM _cf_KV");
+        this.#store.forgetTables();
         this.#note(() => "storage.deleteAll()");
         return;
       }

@@ -49,6 +49,12 @@ export class ObjectStore {
   private opened = false;
   /** Whether each bookkeeping table (`_cf_KV`, `_cf_ALARM`) exists, once known in this run. */
   private readonly tables = new Map<string, boolean>();
+  /**
+   * The stored bytes of KV keys read or written in this run (null: no such key), so that a key
+   * read again is not asked of the engine. Only the KV API writes `_cf_KV` (a Worker's SQL may
+   * not touch it), so the memory holds until a rollback or `deleteAll` (`forgetTables`).
+   */
+  private readonly values = new Map<string, Uint8Array | null>();
   /** Savepoints of asynchronous transactions open now, outermost first. */
   private readonly savepoints: Savepoint[] = [];
 
@@ -162,6 +168,17 @@ export class ObjectStore {
    */
   forgetTables(): void {
     this.tables.clear();
+    this.values.clear();
+  }
+
+  /** The bytes remembered for `key`: a Uint8Array, null if it has none, undefined if not known. */
+  remembered(key: string): Uint8Array | null | undefined {
+    return this.values.get(key);
+  }
+
+  /** Remembers what `key` holds now (null: nothing), as read or as just written. */
+  remember(key: string, value: Uint8Array | null): void {
+    this.values.set(key, value);
   }
 
   /** The store exists in the engine; false until the object first touched its storage. */

@@ -95,15 +95,31 @@ export function alarmTime(value: unknown): number {
 }
 
 export function readOne(store: ObjectStore, key: string): unknown {
-  const row = store.kvIfExists("SELECT value FROM _cf_KV WHERE key = ?1", [key]).rows[0];
-  return row ? decodeValue(row[0] as Uint8Array) : undefined;
+  let bytes = store.remembered(key);
+  if (bytes === undefined) {
+    const row = store.kvIfExists("SELECT value FROM _cf_KV WHERE key = ?1", [key]).rows[0];
+    bytes = row ? (row[0] as Uint8Array) : null;
+    store.remember(key, bytes);
+  }
+  return bytes === null ? undefined : decodeValue(bytes);
 }
 
 export function readMany(store: ObjectStore, keys: string[]): Map<string, unknown> {
   if (keys.length === 0) return new Map();
+  const known = keys.map((key) => store.remembered(key));
+  if (known.every((bytes) => bytes !== undefined)) {
+    const entries = keys.flatMap((key, i): [string, Uint8Array][] => {
+      const bytes = known[i];
+      return bytes ? [[key, bytes]] : [];
+    });
+    return decodeEntries(entries.sort(([a], [b]) => compareKeys(a, b)));
+  }
   const marks = keys.map((_, i) => `?${i + 1}`).join(", ");
   const result = store.kvIfExists(`SELECT key, value FROM _cf_KV WHERE key IN (${marks}) ORDER BY key`, keys);
-  return decodeEntries(result.rows.map((row) => [String(row[0]), row[1] as Uint8Array]));
+  const found = result.rows.map((row): [string, Uint8Array] => [String(row[0]), row[1] as Uint8Array]);
+  for (const key of keys) store.remember(key, null);
+  for (const [key, bytes] of found) store.remember(key, bytes);
+  return decodeEntries(found);
 }
 
 /** Applies writes (a null value deletes) as one batch; says how many keys existed before. */
@@ -120,6 +136,7 @@ export function applyWrites(store: ObjectStore, writes: readonly Write[]): numbe
           },
     ),
   );
+  for (const [key, value] of writes) store.remember(key, value);
   return results.reduce((sum, result) => sum + result.changes, 0);
 }
 
