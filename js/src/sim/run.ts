@@ -907,7 +907,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
         reject(error);
       };
       callee.whenDead(() => {
-        if (!callee.orphaned) fail(lostConnection());
+        // A caller that died first (and took its service callees along) hears nothing more.
+        if (!callee.orphaned && caller.live) fail(lostConnection());
       });
       callee.whenOrphaned(fail);
       callee.whenCanceled((error) => {
