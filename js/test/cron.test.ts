@@ -37,6 +37,18 @@ describe("cron with ctx.waitUntil", () => {
   });
 });
 
+describe("cron ticks at their times", () => {
+  it("starts a tick only when its time comes: one still running overlaps it only if it waits that long", async () => {
+    // The job's call to a reporting service answers in a minute: its ticks, five minutes apart,
+    // never overlap.
+    expect((await check(fixture("overlap/quick.sim.ts"))).verdict).toBe("BOUNDED");
+    // In six: the second tick starts while the first waits, and a count is lost.
+    const slow = violated(await check(fixture("overlap/slow.sim.ts")));
+    expect(slow.message).toBe("2 runs counted as 1");
+    expect(slow.trace).toContain("cron-2 scheduled at 300000 ms");
+  });
+});
+
 describe("cron schedules", () => {
   it("schedules each tick at its expression's next time, and moves the clock there", async () => {
     expect((await check(fixture("schedule.sim.ts"))).verdict).toBe("BOUNDED");

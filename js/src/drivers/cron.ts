@@ -2,7 +2,9 @@
  * The `cron` driver: ticks of a cron trigger, each delivered to the Worker's `scheduled`
  * handler as event `cron-<i>` (one delivery: Cloudflare does not retry a failed cron run). The
  * ticks are the expression's first times from where the clock starts (cron-schedule.ts): tick
- * `i` is scheduled for the `i`-th, and the clock moves to it as the tick is delivered.
+ * `i` is scheduled for the `i`-th, and comes then, as a request sent at a given time does: the
+ * run loop delivers it once nothing can run before that time, so a tick overlaps the one before
+ * it only if that one still waits (on a timer, a slow `outbound()` answer) when the next is due.
  */
 
 import type { CronDriver } from "../cloudflare.ts";
@@ -22,6 +24,8 @@ export function cronEvents(driver: CronDriver, first: number): SimEvent[] {
     return {
       id,
       footprint: DELIVERY_ORDER,
+      atMs: scheduledTime,
+      arrives: "scheduled",
       async deliver(run) {
         const main = run.world.main;
         run.advanceClockTo(scheduledTime);

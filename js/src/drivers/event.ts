@@ -24,6 +24,8 @@ export interface SimEvent {
    * the start): the run loop delivers it once the clock can move there (see `Run`).
    */
   readonly atMs?: number;
+  /** How the trace says the event came at `atMs`: `sent` (a request) or `scheduled` (a cron tick). */
+  readonly arrives?: "sent" | "scheduled";
   /** Runs the event; `index` is its place among all the scenario's events (for the engine). */
   deliver(run: RunContext, index: number): Promise<void>;
 }

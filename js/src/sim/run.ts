@@ -541,7 +541,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    */
   private sendAt(event: SimEvent): void {
     if (event.atMs === undefined) return;
-    const sent = `${event.id} sent at ${event.atMs - CLOCK_START_MS} ms`;
+    const sent = `${event.id} ${event.arrives ?? "sent"} at ${event.atMs - CLOCK_START_MS} ms`;
     if (event.atMs >= this.nowMs()) {
       this.advanceClockTo(event.atMs);
       this.trace(sent);
