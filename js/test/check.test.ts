@@ -124,6 +124,12 @@ describe("Workers eutaxy has never seen", () => {
     );
   });
 
+  it("answers 500 to the client of a Worker that throws, and the trace says so", async () => {
+    const result = await check(fixture("warnings/broken.sim.ts"), { replay: "0000000000000001:1:-:0" });
+    if (result.verdict !== "HELD") throw new Error(`expected the replay to hold, got ${result.verdict}`);
+    expect(result.trace).toContain("req-1#1 answered 500: the exception was uncaught");
+  });
+
   it("lets a Durable Object finish the call of a caller that died, unheard", async () => {
     // The Worker dies at its own statement while the object's call is in flight: the object
     // runs where it lives and records both entries, as Cloudflare lets it finish.

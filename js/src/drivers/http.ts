@@ -57,6 +57,8 @@ async function deliverRequest(
       outcome.kind === "returned"
         ? (outcome.value as { status: number; body: string })
         : { status: outcome.kind === "threw" ? 500 : 0, body: "" };
+    if (outcome.kind === "threw" && run.tracing)
+      run.trace(`${invocation} answered 500: the exception was uncaught`);
     const resends = delivery <= retries && (status === 0 || resendOn.some((on) => statusMatches(status, on)));
     const resent = resends && run.engine.redeliver(index, delivery + 1);
     const unfinished = resends && !resent;
