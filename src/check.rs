@@ -1211,7 +1211,11 @@ fn describe_result(result: &RawResult) -> String {
     if rows.is_empty() {
         return "0 rows".to_string();
     }
-    format!("{} rows {}{more}", result.rows.len(), rows.join(" "))
+    let count = match result.rows.len() {
+        1 => "1 row".to_string(),
+        n => format!("{n} rows"),
+    };
+    format!("{count} {}{more}", rows.join(" "))
 }
 
 #[cfg(test)]

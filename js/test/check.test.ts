@@ -139,7 +139,7 @@ describe("Workers eutaxy has never seen", () => {
     const result = await check(file, { replay: `${base}:1:B1.1@1:0` });
     if (result.verdict !== "HELD") throw new Error(`expected the replay to hold, got ${result.verdict}`);
     expect(result.trace).toContain('req-1#1/0 returned "recorded", which reaches no one: its caller died');
-    expect(result.trace).toContain("  D1 DB: SELECT count(*) AS n FROM tally -> 1 rows (2)");
+    expect(result.trace).toContain("  D1 DB: SELECT count(*) AS n FROM tally -> 1 row (2)");
   });
 
   it("reports BOUNDED for the payments Worker that writes the charge and its key in one batch", async () => {

@@ -344,7 +344,7 @@ describe("a run step by step", () => {
     "      effect #1 D1:payments/DB first: proceed",
     "        D1 payments/DB: SELECT charge_id FROM charges WHERE idempotency_key = ?1",
     /^ {10}params \["[0-9a-f-]{36}"\]$/,
-    "          -> 1 rows (1)",
+    "          -> 1 row (1)",
     '      returned {"chargeId":1}',
     "  died",
     "",
@@ -398,7 +398,7 @@ describe("a run step by step", () => {
     expect(lines.slice(-3)).toEqual([
       "after the last step (the invariants read the final state):",
       '  D1 payments/DB: SELECT "order_id", COUNT(*) FROM "charges" WHERE "order_id" IS NOT NULL GROUP BY "order_id" HAVING COUNT(*) > 1 ORDER BY "order_id" LIMIT 1',
-      '    -> 1 rows ("o-2", 2)',
+      '    -> 1 row ("o-2", 2)',
     ]);
   });
 

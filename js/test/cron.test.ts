@@ -24,7 +24,7 @@ describe("cron with ctx.waitUntil", () => {
     expect(result.trace.some((line) => line.startsWith(`${event}#1 effect #1 D1:DB batch: `))).toBe(true);
     // A tick that died in its waitUntil work did not finish, though its handler had returned.
     expect(result.faults[0]?.kind).toBe("crash_before");
-    expect(result.trace).toContain(`${event}#1 died`);
+    expect(result.trace).toContain(`${event}#1 died in its ctx.waitUntil work, after its handler returned`);
     expect(result.trace).not.toContain(`${event}#1 finished`);
   });
 

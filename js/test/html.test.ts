@@ -278,7 +278,7 @@ describe("the writes another invariant is about", () => {
       `  D1 DB: INSERT INTO bookings (user) VALUES (?1) ["ada"] -> 1 changed`,
       "req-1#1 answered 200 confirmed",
       FINAL_STATE,
-      `  DO:Room/"r1" SQL: SELECT id, user FROM reservations WHERE status = 'released' -> 1 rows (1, "ada")`,
+      `  DO:Room/"r1" SQL: SELECT id, user FROM reservations WHERE status = 'released' -> 1 row (1, "ada")`,
     ]);
     const culprits = findCulprits(
       'reservation #1 of "ada" was confirmed and is now released',
@@ -384,7 +384,7 @@ describe("escaping", () => {
       `req-1#2 threw Error: ${evil}`,
       `req-1#2 answered 500 ${evil}`,
       `a line nobody knows ${evil}`,
-      `  D1 DB: SELECT '${evil}' -> 1 rows (${JSON.stringify(evil)})`,
+      `  D1 DB: SELECT '${evil}' -> 1 row (${JSON.stringify(evil)})`,
     ],
   } as CheckResult;
   const html = renderHtml(result);
@@ -443,14 +443,14 @@ describe("a long run", () => {
 describe("reading the trace", () => {
   it("splits a D1 line whose SQL has its own ' -> ' and ' [' at the right places", () => {
     const s = parseStatement(
-      `  D1 payments/DB batch[1]: SELECT data -> '$.a' AS [x -> y] FROM t WHERE k = ?1 ["a, b] -> 2", null, x'00ff', -1.5] -> 1 rows ("v")`,
+      `  D1 payments/DB batch[1]: SELECT data -> '$.a' AS [x -> y] FROM t WHERE k = ?1 ["a, b] -> 2", null, x'00ff', -1.5] -> 1 row ("v")`,
     );
     expect(s).toEqual({
       db: "payments/DB",
       part: "batch[1]",
       sql: "SELECT data -> '$.a' AS [x -> y] FROM t WHERE k = ?1",
       params: ['"a, b] -> 2"', "null", "x'00ff'", "-1.5"],
-      result: '1 rows ("v")',
+      result: '1 row ("v")',
     });
   });
 
@@ -458,8 +458,8 @@ describe("reading the trace", () => {
     const { steps, finalReads } = parseTrace([
       "deliver batch-1#1",
       "batch-1#1 succeeded on queue q: acked 1, retried 0",
-      "  D1 queue:q: SELECT 1 -> 1 rows (1)",
-      "  D1 DB: SELECT id FROM accounts -> 1 rows (1)",
+      "  D1 queue:q: SELECT 1 -> 1 row (1)",
+      "  D1 DB: SELECT id FROM accounts -> 1 row (1)",
     ]);
     expect(steps.map((s) => s.kind)).toEqual(["deliver", "batch-end"]);
     expect(steps[1]?.statements.map((s) => s.db)).toEqual(["queue:q"]);

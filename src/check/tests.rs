@@ -218,7 +218,7 @@ fn finds_and_shrinks_the_violation() {
             "  D1 payments/DB: INSERT INTO charges (order_id) VALUES ('o-2') -> 1 changed",
             // What the unique() invariant read: the rows that break it.
             "  D1 payments/DB: SELECT \"order_id\", COUNT(*) FROM \"charges\" WHERE \"order_id\" IS NOT NULL \
-             GROUP BY \"order_id\" HAVING COUNT(*) > 1 ORDER BY \"order_id\" LIMIT 1 -> 1 rows (\"o-2\", 2)",
+             GROUP BY \"order_id\" HAVING COUNT(*) > 1 ORDER BY \"order_id\" LIMIT 1 -> 1 row (\"o-2\", 2)",
         ]
     );
     // Deepest first: req-3's faults are tried before req-2's, and the violation is the second
@@ -549,7 +549,7 @@ fn transient_faults_are_found_shrunk_and_replayed() {
     assert_eq!(
         trace.last().map(String::as_str),
         Some(
-            "  D1 DB: SELECT id FROM orders WHERE id NOT IN (SELECT id FROM sent) ORDER BY id -> 1 rows (\"o-2\")"
+            "  D1 DB: SELECT id FROM orders WHERE id NOT IN (SELECT id FROM sent) ORDER BY id -> 1 row (\"o-2\")"
         )
     );
 

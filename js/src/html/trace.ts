@@ -204,7 +204,7 @@ function parseStep(line: string): Step {
 }
 
 /** What a D1 outcome looks like (check.rs `describe_result` and its error forms). */
-const RESULT = /^(?:\d+ changed|\d+ rows(?: [\s\S]*)?|error: [\s\S]*|rolled back: [\s\S]*|\d+ statements|)$/;
+const RESULT = /^(?:\d+ changed|\d+ rows?(?: [\s\S]*)?|error: [\s\S]*|rolled back: [\s\S]*|\d+ statements|)$/;
 
 /**
  * Reads `  D1 <db>[ batch[i]| exec]: <sql>[ [params]] -> <result>`. SQL may itself contain

@@ -1135,8 +1135,15 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       callees.unshift(machine.id);
       machine = machine.parent;
     }
-    if (callees.length === 0) this.die(invocation);
-    else if (callees.length === 1) {
+    if (callees.length === 0) {
+      // What its handler answered stands; the work it left to ctx.waitUntil is what dies.
+      this.die(
+        invocation,
+        invocation.endedAtMs === undefined
+          ? undefined
+          : "in its ctx.waitUntil work, after its handler returned",
+      );
+    } else if (callees.length === 1) {
       this.die(machine, `with its callee ${callees[0]}: a service binding runs both on one thread`);
     } else {
       const named = `${callees.slice(0, -1).join(", ")} and ${callees.at(-1)}`;
