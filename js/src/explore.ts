@@ -115,6 +115,11 @@ export type CheckResult = CheckHeader &
          * seed's faults and scheduling choices that did not happen (the Worker changed since).
          */
         readonly notAsPrinted?: readonly string[];
+        /**
+         * `platform-retries-cut`, when the counterexample's run had a retry Cloudflare would
+         * make refused by `maxRedeliveries`: what broke may be what that retry would mend.
+         */
+        readonly warnings?: readonly CheckWarning[];
       }
     | {
         readonly verdict: "HELD";
@@ -237,6 +242,9 @@ async function exploreOnce(
 
     const started = real.monotonicMs();
     const reach = new Reach();
+    // The retry refused in each violating run that kept a trace, by its run seed: the verdict's
+    // counterexample is one of them.
+    const cutsBySeed = new Map<string, NonNullable<Run["retryCut"]>>();
     for (;;) {
       const plan = escaping(() => engine.nextRun(real.monotonicMs() - started));
       if (!plan) break;
@@ -279,6 +287,7 @@ async function exploreOnce(
       } finally {
         asOfRunEnd();
       }
+      if (plan.trace && violation && run.retryCut) cutsBySeed.set(engine.runSeed(), run.retryCut);
       escaping(() => engine.endRun(violation));
     }
     const header: CheckHeader = {
@@ -326,11 +335,13 @@ async function exploreOnce(
         };
       case "violated": {
         const { kind: _kind, strategy: _strategy, shard: _shard, ...rest } = verdict;
+        const counterexampleCut = cutsBySeed.get(verdict.runSeed);
         return {
           ...header,
           verdict: "VIOLATED",
           ...rest,
           ...notAsPrintedOf(verdict.trace),
+          ...(counterexampleCut ? { warnings: [retriesCutWarning(counterexampleCut, "violated")] } : {}),
           ...shardOf(verdict),
         };
       }
@@ -449,17 +460,7 @@ class Reach {
         message: `No ${work} ran without an exception in any run (first: ${threw}), so the invariants held over a handler that fails every time.`,
       });
     }
-    if (this.retryCut) {
-      const { work, delivery, deliveries, follows } = this.retryCut;
-      const covers =
-        deliveries - 1 <= REDELIVERIES_MAX
-          ? `maxRedeliveries ${deliveries - 1} covers them`
-          : `maxRedeliveries ${REDELIVERIES_MAX}, the most eutaxy allows, covers ${REDELIVERIES_MAX + 1} of them`;
-      warnings.push({
-        kind: "platform-retries-cut",
-        message: `maxRedeliveries stopped the platform's retries: Cloudflare would deliver ${work} a ${ordinal(delivery)} time, and up to ${deliveries} times in all, but what follows (${follows}) was not explored. ${covers}.`,
-      });
-    }
+    if (this.retryCut) warnings.push(retriesCutWarning(this.retryCut, "explored"));
     if (this.alarmBeforeEvent) {
       const { alarm, aheadMs, event } = this.alarmBeforeEvent;
       warnings.push({
@@ -475,6 +476,26 @@ class Reach {
     }
     return warnings.length > 0 ? { warnings } : {};
   }
+}
+
+/**
+ * `maxRedeliveries` refused a retry Cloudflare would make: in the runs explored, what follows it
+ * was not; in a counterexample's run, the violation may be what the retry would have mended.
+ */
+function retriesCutWarning(cut: NonNullable<Run["retryCut"]>, of: "explored" | "violated"): CheckWarning {
+  const { work, delivery, deliveries, follows } = cut;
+  const covers =
+    deliveries - 1 <= REDELIVERIES_MAX
+      ? `maxRedeliveries ${deliveries - 1} covers them`
+      : `maxRedeliveries ${REDELIVERIES_MAX}, the most eutaxy allows, covers ${REDELIVERIES_MAX + 1} of them`;
+  const would = `Cloudflare would deliver ${work} a ${ordinal(delivery)} time, and up to ${deliveries} times in all`;
+  return {
+    kind: "platform-retries-cut",
+    message:
+      of === "explored"
+        ? `maxRedeliveries stopped the platform's retries: ${would}, but what follows (${follows}) was not explored. ${covers}.`
+        : `maxRedeliveries stopped the platform's retries in this run: ${would}, so what broke may be what those retries would mend (${follows}). ${covers}.`,
+  };
 }
 
 /** A span of the run's clock as a person says it: `15 minutes`, `10 s`, `1.5 h`. */

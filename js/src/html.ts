@@ -9,6 +9,7 @@
 
 import type { CheckResult } from "./check.ts";
 import { shown } from "./errors.ts";
+import type { CheckWarning } from "./explore.ts";
 import { type Culprits, findCulprits } from "./html/culprits.ts";
 import { renderDiagram, statementHtml } from "./html/diagram.ts";
 import { esc } from "./html/escape.ts";
@@ -67,9 +68,16 @@ function violatedPage(result: Violated): string {
     broken,
     `<section class="overview"><div class="card"><h2>The counterexample</h2>${facts}</div><div class="card"><h2>What happened</h2>${story}</div></section>
 <section><h2>The shrunk schedule, step by step</h2>${LEGEND}${diagram.html}</section>
-<section class="card breaks"><h2>What breaks the invariant</h2><p>${broken}</p>${breaks(steps, culprits, finalReads, diagram.stepOf)}</section>
+<section class="card breaks"><h2>What breaks the invariant</h2><p>${broken}</p>${breaks(steps, culprits, finalReads, diagram.stepOf)}</section>${warningCards(result)}
 ${fullTrace(result.trace)}`,
   );
+}
+
+/** A card for each of the result's warnings. */
+function warningCards(result: { readonly warnings?: readonly CheckWarning[] }): string {
+  return (result.warnings ?? [])
+    .map((w) => `\n<section class="card warning"><h2>Warning</h2><p>${esc(w.message)}</p></section>`)
+    .join("");
 }
 
 const LEGEND = `<p class="legend"><span>→ a delivery or a call (an effect)</span><span>⇢ dashed: an answer or a result</span><span><span class="x-inline">✕</span> the fault, or an invocation's death</span><span><span class="tagged">amber</span> the writes the invariant is about</span></p>`;
@@ -147,7 +155,7 @@ function coveragePage(result: CheckResult & { verdict: "BOUNDED" | "INCOMPLETE" 
 <dt>maxRedeliveries</dt><dd>${b.maxRedeliveries}</dd>
 <dt>maxConcurrentInvocations</dt><dd>${b.maxConcurrentInvocations}</dd>
 <dt>budgetMs</dt><dd>${b.budgetMs}</dd>
-</dl></section>${(result.warnings ?? []).map((w) => `\n<section class="card warning"><h2>Warning</h2><p>${esc(w.message)}</p></section>`).join("")}`,
+</dl></section>${warningCards(result)}`,
   );
 }
 

@@ -55,6 +55,7 @@ export function renderReport(result: CheckResult, notes: readonly string[] = [])
           ? `Replayed the run seed in ${seconds(result.elapsedMs)}.`
           : `Found after ${plural(result.runs, "schedule")} in ${seconds(result.elapsedMs)}; shrunk in ${plural(result.shrinkRuns, "run")}.`,
         ...notAsPrintedParagraph(result.trace),
+        ...renderWarnings(result),
       ].join("\n");
     case "BOUNDED":
       return [

@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { type CheckResult, check, renderReport } from "../src/index.ts";
 import { mergeResults } from "../src/merge.ts";
+import { violated } from "./verdict.ts";
 
 const fixture = (name: string) => join(dirname(fileURLToPath(import.meta.url)), "fixtures", "warnings", name);
 
@@ -66,6 +67,22 @@ describe("a verdict's warnings", () => {
     expect(renderReport(result)).toContain("maxRedeliveries 5 covers them.");
     // With those retries, the dead-lettering the warning spoke of is found.
     expect((await check(fixture("poison.retries.sim.ts"))).verdict).toBe("VIOLATED");
+  });
+
+  it("say so of a counterexample that broke only because the bounds stopped the platform's retries", async () => {
+    const result = violated(await check(fixture("poison.cut.sim.ts")));
+    expect(result.warnings).toEqual([
+      {
+        kind: "platform-retries-cut",
+        message:
+          "maxRedeliveries stopped the platform's retries in this run: Cloudflare would deliver batch-1 a 3rd time, and up to 6 times in all, so what broke may be what those retries would mend (more retries, dead-lettering). maxRedeliveries 5 covers them.",
+      },
+    ]);
+    expect(renderReport(result)).toContain(
+      "Warning: maxRedeliveries stopped the platform's retries in this run",
+    );
+    // A counterexample whose run had every retry Cloudflare makes carries none.
+    expect(violated(await check(fixture("poison.retries.sim.ts"))).warnings).toBeUndefined();
   });
 
   it("say that a queue's consumer threw at every batch, which no request answer shows", async () => {
