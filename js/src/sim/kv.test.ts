@@ -405,6 +405,27 @@ describe("eventual consistency: stale reads as a transient alternative", () => {
     ]);
   });
 
+  it("keeps a read with a longer cacheTtl stale for as long as that", async () => {
+    const writer = kv("req-1#1");
+    await writer.put("flag", "off");
+    await writer.put("flag", "on");
+    clockMs += 120_000;
+    const reader = kv("req-2#1");
+    // Two minutes on, a read that keeps what it caches for five may still see the old value.
+    misbehave.add("KV:CACHE get");
+    expect(await reader.get("flag", { cacheTtl: 300 })).toBe("off");
+    await reader.get("flag");
+    await reader.get(["flag"], { cacheTtl: 300 });
+    clockMs += 180_000;
+    await reader.get("flag", { cacheTtl: 300 });
+    expect(seen.filter((s) => s.label === "KV:CACHE get").map((s) => s.transient)).toEqual([
+      true,
+      false,
+      true,
+      false,
+    ]);
+  });
+
   it("answers a stale read with the value before the key's most recent write", async () => {
     const writer = kv("req-1#1");
     await writer.put("flag", "off", { metadata: { v: 1 } });

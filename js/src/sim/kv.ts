@@ -24,7 +24,7 @@
  * Eventual consistency is explored, not ignored: `get`, `getWithMetadata` and `list` offer the
  * engine a transient alternative, a stale read, which answers with what each key held before
  * its most recent write. It is offered only where a stale answer can differ: a key was written
- * less than 60 s ago (virtual clock) by another request. A request reads its own writes (it runs
+ * less than 60 s ago (virtual clock), or the read's `cacheTtl` if longer, by another request. A request reads its own writes (it runs
  * in one location, where writes are visible at once); a callee hosted by an RPC runs beside its
  * caller and counts as the same request. `put` and `delete` offer a transient
  * `KV PUT failed: 429 Too Many Requests` where the key was written less than a second before.
@@ -69,6 +69,14 @@ const BULK_KEYS_MAX = 100;
 const CACHE_TTL_MIN = 30;
 /** How long a write may stay unseen in other locations ("How KV works": up to 60 seconds). */
 const STALE_WINDOW_MS = 60_000;
+
+/**
+ * How long before a read a write may still be unseen by it: 60 s, or the read's `cacheTtl` when
+ * longer, as a location keeps the value it cached that long ("Read key-value pairs": `cacheTtl`).
+ */
+function staleWindowMs(cacheTtl: number | undefined): number {
+  return Math.max(STALE_WINDOW_MS, (cacheTtl ?? 0) * 1000);
+}
 /** "Writes to same key: 1 per second" ("Limits"). */
 const SAME_KEY_WRITE_INTERVAL_MS = 1_000;
 
@@ -304,7 +312,7 @@ class SimKvNamespace {
     const answer = (stale: boolean) => {
       checkCacheTtl("GET", read.cacheTtl);
       const row = this.run.engine.d1Run(this.store, SELECT_ONE, [name], true).rows[0];
-      const entry = row && this.entryOf(row, stale);
+      const entry = row && this.entryOf(row, stale, staleWindowMs(read.cacheTtl));
       this.note(
         () =>
           `${method} ${JSON.stringify(name)} -> ${stale ? "stale: " : ""}${entry ? shownValue(entry.value) : "null"}`,
@@ -318,7 +326,7 @@ class SimKvNamespace {
     };
     return this.scope.effect(this.label(method), () => answer(false), {
       ...transient(
-        () => this.staleable(name),
+        () => this.staleable(name, staleWindowMs(read.cacheTtl)),
         () => answer(true),
       ),
       footprint: () => this.footprint(false),
@@ -355,7 +363,7 @@ class SimKvNamespace {
       const result = new Map<string, unknown>();
       for (const name of names) {
         const row = byKey.get(name);
-        const entry = row && this.entryOf(row, stale);
+        const entry = row && this.entryOf(row, stale, staleWindowMs(read.cacheTtl));
         if (!entry) {
           result.set(name, null);
           continue;
@@ -378,7 +386,7 @@ class SimKvNamespace {
       });
       return result;
     };
-    const stale = () => names.some((name) => this.staleable(name));
+    const stale = () => names.some((name) => this.staleable(name, staleWindowMs(read.cacheTtl)));
     return this.scope.effect(this.label(method), () => answer(false), {
       ...transient(stale, () => answer(true)),
       footprint: () => this.footprint(false),
@@ -416,12 +424,12 @@ class SimKvNamespace {
   }
 
   /** A row's entry as this read sees it, or undefined when the key reads as absent. */
-  private entryOf(row: readonly unknown[], stale: boolean): Entry | undefined {
+  private entryOf(row: readonly unknown[], stale: boolean, windowMs = STALE_WINDOW_MS): Entry | undefined {
     const nowMs = this.run.nowMs();
     const [, present, value, metadata, expiration, prevPresent, prevValue, prevMetadata, prevExpiration] =
       row;
     const [writtenAt, writtenBy] = [row[9], row[10]];
-    const old = stale && Number(writtenAt) > nowMs - STALE_WINDOW_MS && writtenBy !== this.location;
+    const old = stale && Number(writtenAt) > nowMs - windowMs && writtenBy !== this.location;
     const shown = old
       ? { present: prevPresent, value: prevValue, metadata: prevMetadata, expiration: prevExpiration }
       : { present, value, metadata, expiration };
@@ -437,12 +445,10 @@ class SimKvNamespace {
     };
   }
 
-  /** Whether a read of `name` now could be stale: written less than 60 s ago, elsewhere. */
-  private staleable(name: string): boolean {
+  /** Whether a read of `name` now could be stale: written less than `windowMs` ago, elsewhere. */
+  private staleable(name: string, windowMs = STALE_WINDOW_MS): boolean {
     const recent = this.recent.get(name);
-    return (
-      recent !== undefined && recent.by !== this.location && this.run.nowMs() - recent.atMs < STALE_WINDOW_MS
-    );
+    return recent !== undefined && recent.by !== this.location && this.run.nowMs() - recent.atMs < windowMs;
   }
 
   private get recent(): RecentWrites {
