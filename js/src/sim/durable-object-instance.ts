@@ -496,7 +496,8 @@ async function deliverAlarm(
   generation: number,
   work: string,
 ): Promise<void> {
-  for (let attempt = 1; attempt <= ALARM_DELIVERIES_MAX; attempt++) {
+  let attempt = 1;
+  for (; attempt <= ALARM_DELIVERIES_MAX; attempt++) {
     const alarm = readAlarm(slot.store);
     if (!alarm || alarm.generation !== generation) return;
     if (attempt > 1 && !run.engine.redeliverPlatform(work, attempt)) {
@@ -504,9 +505,13 @@ async function deliverAlarm(
       break;
     }
     // The alarm runs at its time, a retry after Cloudflare's backoff (2 s, doubling).
-    run.advanceClockTo(
-      attempt === 1 ? alarm.time : run.nowMs() + ALARM_RETRY_BACKOFF_MS * 2 ** (attempt - 2),
-    );
+    const backoffMs = ALARM_RETRY_BACKOFF_MS * 2 ** (attempt - 2);
+    run.advanceClockTo(attempt === 1 ? alarm.time : run.nowMs() + backoffMs);
+    if (attempt > 1 && run.tracing) {
+      run.trace(
+        `${work}#${attempt} is Cloudflare's retry ${attempt - 1} of ${ALARM_DELIVERIES_MAX - 1}, ${backoffMs / 1000} s after the last`,
+      );
+    }
     slot.runningAlarm = generation;
     const info = { retryCount: attempt - 1, isRetry: attempt > 1, scheduledTime: alarm.time };
     const outcome = await run.deliver(`${work}#${attempt}`, {
@@ -525,6 +530,11 @@ async function deliverAlarm(
     // As a cron tick's: an alarm answers no one, so the trace says when it is done.
     if (outcome.kind === "returned" && !outcome.diedAfter) run.trace(`${work}#${attempt} finished`);
     if (outcome.kind === "returned") break;
+  }
+  if (attempt > ALARM_DELIVERIES_MAX && run.tracing) {
+    run.trace(
+      `${work} given up: Cloudflare retries an alarm ${ALARM_DELIVERIES_MAX - 1} times, then drops it`,
+    );
   }
   clearAlarm(slot.store, generation);
 }

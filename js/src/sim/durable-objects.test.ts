@@ -87,6 +87,12 @@ describe("Durable Objects through check()", () => {
   it("gives an always-throwing alarm up after 6 retries", async () => {
     const result = await check(fixture("alarm-gives-up.sim.ts"));
     expect(outcome(result)).toBe("BOUNDED");
+    // The trace says which of Cloudflare's retries each delivery is, its backoff, and the end.
+    const run = await check(fixture("alarm-gives-up.sim.ts"), { replay: "0000000000000001:1:-:6" });
+    if (run.verdict !== "HELD") throw new Error(`expected the replay to hold, got ${run.verdict}`);
+    expect(run.trace).toContain("alarm-1#2 is Cloudflare's retry 1 of 6, 2 s after the last");
+    expect(run.trace).toContain("alarm-1#7 is Cloudflare's retry 6 of 6, 64 s after the last");
+    expect(run.trace).toContain("alarm-1 given up: Cloudflare retries an alarm 6 times, then drops it");
   });
 
   it("retries an alarm whose invocation dies or whose call fails, until it completes", async () => {
