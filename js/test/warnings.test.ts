@@ -28,6 +28,13 @@ describe("a verdict's warnings", () => {
     expect(report).toContain("(first: req-1#1 threw SyntaxError: ");
   });
 
+  it("leave out what partial-order reduction rests on when no run reached a binding", async () => {
+    const result = await check(fixture("echo.concurrent.sim.ts"));
+    expect(kinds(result)).toEqual(["no-binding-call"]);
+    expect(result).toMatchObject({ verdict: "BOUNDED", partialOrderReduction: true });
+    expect(renderReport(result)).not.toContain("partial-order reduction");
+  });
+
   it("say that no run reached a binding, when the requests answered without one, quoting the first answer", async () => {
     const result = await check(fixture("echo.sim.ts"));
     expect(kinds(result)).toEqual(["no-binding-call"]);
