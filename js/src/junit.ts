@@ -22,7 +22,7 @@
 
 import type { CheckResult } from "./check.ts";
 import { shown } from "./errors.ts";
-import { renderReport } from "./report.ts";
+import { plural, renderReport } from "./report.ts";
 
 /** A testcase's outcome: passed when none of these. */
 type Outcome = {
@@ -94,7 +94,7 @@ export function renderJunit(
       break;
     }
     case "INCOMPLETE": {
-      const ran = `${result.runs} ${result.strategy === "exhaustive" ? "schedules" : "runs"}`;
+      const ran = plural(result.runs, result.strategy === "exhaustive" ? "schedule" : "run");
       const reason =
         result.reason === "budget"
           ? `INCOMPLETE: the budget of ${result.bounds.budgetMs} ms ran out after ${ran}; no invariant broke in them, but not every schedule within the bounds ran`

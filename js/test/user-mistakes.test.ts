@@ -212,6 +212,28 @@ describe("a scenario script that keeps state from one run to the next", () => {
   });
 });
 
+describe("a misspelt name imported from eutaxy/cloudflare", () => {
+  it("is said of eutaxy/cloudflare, not of the file it resolves to, with the name meant", async () => {
+    const dir = project({
+      "wrangler.json": JSON.stringify({ name: "w", main: "worker.ts", compatibility_date: "2025-09-01" }),
+      "worker.ts": "export default { async fetch() { return new Response('ok'); } };",
+      "s.sim.ts": `import { calee, defineScenario, http, invariant } from "eutaxy/cloudflare";
+        export default defineScenario({
+          name: "typo",
+          worker: { entry: "./worker.ts", config: "./wrangler.json" },
+          setup: [calee("X", { entry: "./worker.ts" })],
+          drive: http([{ path: "/" }]),
+          invariants: [invariant("answered", () => true)],
+        });`,
+    });
+    const error = await failure(join(dir, "s.sim.ts"));
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toBe(
+      '"eutaxy/cloudflare" has no export calee: did you mean callee?',
+    );
+  });
+});
+
 describe("a consumer() given its entry alone", () => {
   it("says which config named it as the scenario's Worker, and how to give it its own", async () => {
     // Wrangler's search from src/ finds the producer's config above it.

@@ -47,7 +47,8 @@ async function deliverRequest(
         }
         const answer = { status: response.status, body: await response.text() };
         // Traced as it goes out, before any later step of the invocation's ctx.waitUntil work.
-        if (run.tracing) run.trace(`${invocation} answered ${answer.status}${answer.body === "" ? "" : ` ${answer.body}`}`);
+        if (run.tracing)
+          run.trace(`${invocation} answered ${answer.status}${answer.body === "" ? "" : ` ${answer.body}`}`);
         return answer;
       },
     });

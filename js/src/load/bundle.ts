@@ -10,6 +10,8 @@ import { builtinModules, createRequire } from "node:module";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import vm from "node:vm";
 import { type BuildOptions, build, type Message, type Metafile, type Plugin } from "esbuild";
+import { closest } from "../closest.ts";
+import * as scenarioApi from "../cloudflare.ts";
 import { InputError } from "../errors.ts";
 import { NODE_GLOBALS, nodeGlobals } from "../sim/compatibility.ts";
 import { withStateHook } from "../sim/module-state.ts";
@@ -294,8 +296,21 @@ export function buildInputError(error: unknown, entry: string): InputError {
   const first = (error as { errors?: Message[] } | undefined)?.errors?.[0];
   if (!first) throw error;
   const location = first.location;
-  if (!location) return new InputError(entry, first.text);
+  const text = missingApiExport(first.text) ?? first.text;
+  if (!location) return new InputError(entry, text);
   // esbuild names files relative to its working dir, and counts columns from 0.
   const file = join(dirname(entry), location.file);
-  return new InputError(`${file}:${location.line}:${location.column + 1}`, first.text);
+  return new InputError(`${file}:${location.line}:${location.column + 1}`, text);
+}
+
+/**
+ * esbuild's words for an import of a name `eutaxy/cloudflare` does not export, which name the
+ * file eutaxy's package resolved to: said of `eutaxy/cloudflare` instead, with the name meant.
+ */
+function missingApiExport(text: string): string | undefined {
+  const match = /^No matching export in "[^"]*\/cloudflare\.[jt]s" for import "([^"]+)"$/.exec(text);
+  if (!match) return undefined;
+  const name = match[1] as string;
+  const meant = closest(name, Object.keys(scenarioApi));
+  return `"eutaxy/cloudflare" has no export ${name}${meant === undefined ? "" : `: did you mean ${meant}?`}`;
 }
