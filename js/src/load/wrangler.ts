@@ -235,15 +235,8 @@ function refuseMisspelledKeys(
   keyPath: (key: string) => string,
   fail: (problem: string) => never,
 ) {
-  const known = new Set<string>([
-    ...READ_KEYS,
-    ...OTHER_WRANGLER_KEYS,
-    ...UNSUPPORTED_SINGLES,
-    ...Object.keys(UNSUPPORTED_LISTS).map((field) => field.split(".")[0] as string),
-    ...INHERITABLE,
-  ]);
   for (const key of Object.keys(fields)) {
-    if (known.has(key)) continue;
+    if (WRANGLER_KEYS.has(key)) continue;
     const meant = closest(key, READ_KEYS);
     if (meant !== undefined) fail(`has an unknown field ${keyPath(key)}: did you mean ${meant}?`);
   }
@@ -360,6 +353,15 @@ const INHERITABLE = [
   "assets",
   "logfwdr",
 ] as const;
+
+/** Every top-level key of wrangler's config. */
+const WRANGLER_KEYS: ReadonlySet<string> = new Set<string>([
+  ...READ_KEYS,
+  ...OTHER_WRANGLER_KEYS,
+  ...UNSUPPORTED_SINGLES,
+  ...Object.keys(UNSUPPORTED_LISTS).map((field) => field.split(".")[0] as string),
+  ...INHERITABLE,
+]);
 
 /** The fields of a config as `env` selects them, and where each top-level key was written. */
 interface Selected {

@@ -791,12 +791,13 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       const waiting = this.waiting();
       if (waiting.length === 0) return true;
       const now = `${this.parked.length} ${waiting.length} ${this.tasks} ${this.invocations}`;
-      const wakeable =
+      // Asked only once a turn changed nothing: a turn that did is followed by another.
+      const wakeable = () =>
         this.parked.some((effect) => effect.invocation.live) ||
         this.answers.some(({ effect }) => effect.invocation.live) ||
         ((eventsLeft || this.pending.length > 0) && this.tasks < this.concurrency) ||
         this.nextTimer() !== undefined;
-      if (now === before && wakeable) return true;
+      if (now === before && wakeable()) return true;
       before = now;
     }
     return false;
@@ -1174,9 +1175,9 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
         // So may a timer that has yet to fire (a section that holds an object over a wait), which
         // `drive` fires once no effect is parked.
         const now = `${this.parked.length} ${waiting.length} ${this.invocations}`;
-        const wakeable =
+        const wakeable = () =>
           this.parked.some((effect) => effect.invocation.live) || this.nextTimer() !== undefined;
-        if (now === before && wakeable) return;
+        if (now === before && wakeable()) return;
         before = now;
       }
       this.cancelHung();
