@@ -83,8 +83,9 @@ describe("eutaxy check", () => {
   });
 
   it("says how to split an INCOMPLETE check that both injects faults and interleaves", () => {
-    // Ten orders, two faults a run, two invocations at once: far more than a second covers.
-    const run = eutaxy(["check", "./orders-10.sim.ts", "--budget-ms", "1000"], `${root}js/bench/scenarios`);
+    // Ten orders, two faults a run, two invocations at once: far more than three seconds cover,
+    // and enough runs in them, even on a loaded machine, to tell.
+    const run = eutaxy(["check", "./orders-10.sim.ts", "--budget-ms", "3000"], `${root}js/bench/scenarios`);
     expect(run.code).toBe(3);
     expect(run.stdout).toContain(
       "Faults and interleavings multiply: checking the races (maxFaultsPerRun 0) and the faults (maxConcurrentInvocations 1) in two scenarios takes far fewer schedules; --workers N also explores on N CPUs.",
