@@ -36,11 +36,8 @@ const SQLITE_TESTCTRL_PRNG_RESTORE: c_int = 6;
 /// from a changing stream) opens the others afresh, as before.
 pub(super) const KEPT_MAX: usize = 64;
 
-/// Words of SQL that read the clock (SQLite's date and time functions and keywords) or defer a
-/// constraint to a commit the run's transaction never makes. A statement naming one is not
-/// recorded; a default, trigger or view that calls one is created by a statement naming it, which
-/// ends the prefix before anything can call it.
-const UNREPEATABLE_WORDS: [&str; 11] = [
+/// SQLite's date and time functions: a statement that calls one reads the clock.
+const CLOCK_FUNCTIONS: [&str; 7] = [
     "date",
     "time",
     "datetime",
@@ -48,6 +45,11 @@ const UNREPEATABLE_WORDS: [&str; 11] = [
     "unixepoch",
     "strftime",
     "timediff",
+];
+
+/// Keywords that read the clock, or defer a constraint to a commit the run's transaction never
+/// makes, wherever they stand.
+const UNREPEATABLE_KEYWORDS: [&str; 4] = [
     "current_date",
     "current_time",
     "current_timestamp",
@@ -61,9 +63,58 @@ pub(super) fn mentions(sql: &str, words: &[&str]) -> bool {
         .any(|word| words.iter().any(|w| word.eq_ignore_ascii_case(w)))
 }
 
-/// Whether a statement may join the prefix (besides not stepping outside a transaction).
+/// Whether SQL may call a function of `functions`: one of them named as a whole word and not
+/// plainly something else (a column called `time`, followed by a comma, an operator, a word
+/// or the end). Whatever could still lead to a call (`(`, a quote, a comment) counts as one: a false
+/// alarm only ends the prefix early.
+fn may_call(sql: &str, functions: &[&str]) -> bool {
+    let bytes = sql.as_bytes();
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut at = 0;
+    while at < bytes.len() {
+        if !is_word(bytes[at]) {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < bytes.len() && is_word(bytes[at]) {
+            at += 1;
+        }
+        let word = &sql[start..at];
+        if !functions.iter().any(|f| word.eq_ignore_ascii_case(f)) {
+            continue;
+        }
+        let next = bytes[at..].iter().find(|b| !b.is_ascii_whitespace());
+        let plainly_not_a_call = next.is_none_or(|&b| {
+            is_word(b)
+                || matches!(
+                    b,
+                    b',' | b')'
+                        | b';'
+                        | b'='
+                        | b'<'
+                        | b'>'
+                        | b'!'
+                        | b'+'
+                        | b'*'
+                        | b'%'
+                        | b'|'
+                        | b'&'
+                        | b'.'
+                )
+        });
+        if !plainly_not_a_call {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether a statement may join the prefix (besides not stepping outside a transaction): it
+/// reads no clock and defers no constraint. A default, trigger or view that reads the clock is
+/// created by a statement that does, which ends the prefix before anything can run it.
 pub(super) fn repeatable(sql: &str) -> bool {
-    !mentions(sql, &UNREPEATABLE_WORDS)
+    !mentions(sql, &UNREPEATABLE_KEYWORDS) && !may_call(sql, &CLOCK_FUNCTIONS)
 }
 
 /// Whether a statement defers a constraint to the commit, which the run's transaction would
@@ -402,6 +453,7 @@ fn check(code: c_int) -> rusqlite::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::repeatable;
     use crate::d1::{Databases, Statement, Value};
 
     /// One call a run makes on an object's store.
@@ -743,6 +795,28 @@ mod tests {
             crate::d1::set_now_ms(now);
             let expected = answers(&mut opened_afresh(), index as u64, &calls());
             assert_eq!(answers(&mut kept, index as u64, &calls()), expected);
+        }
+    }
+
+    #[test]
+    fn a_column_named_after_a_clock_function_reads_no_clock() {
+        // A table with a `time` column (as the alarm's is) may join the record; calls may not.
+        for sql in [
+            "CREATE TABLE a (id INTEGER PRIMARY KEY, time REAL, date TEXT)",
+            "INSERT INTO a (id, time) VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET time = excluded.time",
+            "SELECT time, date FROM a WHERE time IS NOT NULL AND date<>'x'",
+        ] {
+            assert!(repeatable(sql), "{sql}");
+        }
+        for sql in [
+            "SELECT date('now')",
+            "SELECT TIME ( 'now' )",
+            "SELECT \"datetime\"('now')",
+            "SELECT strftime/* a comment */('%s')",
+            "CREATE TABLE b (at TEXT DEFAULT CURRENT_TIMESTAMP)",
+            "CREATE TABLE c (p INTEGER REFERENCES a DEFERRABLE INITIALLY DEFERRED)",
+        ] {
+            assert!(!repeatable(sql), "{sql}");
         }
     }
 
