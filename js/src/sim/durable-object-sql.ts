@@ -155,6 +155,8 @@ export class SimSqlStorage {
   /** Bytes the database takes, pages in use times the page size (as workerd counts it). */
   get databaseSize(): number {
     this.requireCurrent("sql.databaseSize");
+    // Tables the store was opened with and the run did not make take pages Cloudflare's would not.
+    this.store.showSchemaAsMade();
     const result = this.store.run(
       "SELECT ((SELECT * FROM pragma_page_count) - (SELECT * FROM pragma_freelist_count)) * (SELECT * FROM pragma_page_size)",
     );

@@ -29,6 +29,26 @@ const ALARM_TABLE = "_cf_ALARM";
 const ALARM_SCHEMA =
   "CREATE TABLE IF NOT EXISTS _cf_ALARM (id INTEGER PRIMARY KEY CHECK (id = 1), time REAL, generation INTEGER NOT NULL)";
 
+/**
+ * Which of the bookkeeping tables the run made itself, when the store was opened with them
+ * already there (see `ObjectStore.open`). A temporary table, which `sqlite_master` does not list
+ * and which rolls back with the run's savepoints as the tables it speaks of do.
+ */
+const MADE_TABLE = "_eutaxy_made";
+const MADE_SCHEMA = `CREATE TEMP TABLE ${MADE_TABLE} (name TEXT PRIMARY KEY) WITHOUT ROWID`;
+
+/**
+ * Words of SQL that can tell whether a table exists other than by using it: listing the schema,
+ * or naming one of Cloudflare's own tables (which a Worker may not touch, but whose refusal
+ * differs from "no such table").
+ */
+const SEES_SCHEMA = /sqlite_master|sqlite_schema|sqlite_temp_master|sqlite_temp_schema|table_list|_cf_/i;
+
+/** Whether SQL can see which tables exist (see `ObjectStore.showSchemaAsMade`). */
+export function seesSchema(sql: string): boolean {
+  return SEES_SCHEMA.test(sql);
+}
+
 /** What a statement on a table that does not exist yet answers. */
 const NO_ROWS: D1RawResult = {
   columns: [],
@@ -50,6 +70,14 @@ export class ObjectStore {
   /** Whether each bookkeeping table (`_cf_KV`, `_cf_ALARM`) exists, once known in this run. */
   private readonly tables = new Map<string, boolean>();
   /**
+   * Whether the store keeps the record of the bookkeeping tables the run made (`MADE_TABLE`),
+   * once known; tables the record does not name are there only because the store was opened
+   * with them.
+   */
+  private madeRecord: boolean | undefined;
+  /** The bookkeeping tables marked in the record as made by the run, once known. */
+  private readonly made = new Set<string>();
+  /**
    * The stored bytes of KV keys read or written in this run (null: no such key), so that a key
    * read again is not asked of the engine. Only the KV API writes `_cf_KV` (a Worker's SQL may
    * not touch it), so the memory holds until a rollback or `deleteAll` (`forgetTables`).
@@ -68,6 +96,7 @@ export class ObjectStore {
   /** The object's own SQL (`ctx.storage.sql`), shown in the trace as it ran. */
   run(sql: string, params: readonly unknown[] = []): D1RawResult {
     this.open();
+    if (seesSchema(sql)) this.showSchemaAsMade();
     return this.engine.d1Run(this.name, sql, params);
   }
 
@@ -109,9 +138,39 @@ export class ObjectStore {
   }
 
   private ensureTable(table: string, schema: string): void {
-    if (this.tables.get(table)) return;
-    this.own(schema);
-    this.tables.set(table, true);
+    if (this.made.has(table)) return;
+    if (!this.tables.get(table)) {
+      this.own(schema);
+      this.tables.set(table, true);
+    }
+    if (this.hasMadeRecord())
+      this.own(`INSERT OR IGNORE INTO temp.${MADE_TABLE} (name) VALUES (?1)`, [table]);
+    this.made.add(table);
+  }
+
+  /** Whether the store keeps the record of the tables the run made: asked once, until it may change. */
+  private hasMadeRecord(): boolean {
+    this.madeRecord ??=
+      this.own(`SELECT 1 FROM temp.sqlite_master WHERE name = '${MADE_TABLE}'`).rows.length > 0;
+    return this.madeRecord;
+  }
+
+  /**
+   * Before SQL that can see the schema (`SEES_SCHEMA`): drops the bookkeeping tables the store
+   * was opened with that the run did not make, and the record, so that the schema is the one
+   * the run made, as on Cloudflare. Only such SQL pays for it (a change of schema makes SQLite
+   * prepare the connection's statements again); a rollback that brings them back brings the
+   * record back too, and the next such statement drops them again.
+   */
+  showSchemaAsMade(): void {
+    if (!this.exists() || !this.hasMadeRecord()) return;
+    const made = new Set(this.own(`SELECT name FROM temp.${MADE_TABLE}`).rows.map((row) => row[0]));
+    for (const table of [KV_TABLE, ALARM_TABLE]) {
+      if (!made.has(table) && this.hasTable(table)) this.own(`DROP TABLE main.${table}`);
+    }
+    this.own(`DROP TABLE temp.${MADE_TABLE}`);
+    this.forgetTables();
+    this.madeRecord = false;
   }
 
   /** Whether a bookkeeping table exists: asked of the store once for both, until they may change. */
@@ -169,6 +228,8 @@ export class ObjectStore {
   forgetTables(): void {
     this.tables.clear();
     this.values.clear();
+    this.made.clear();
+    this.madeRecord = undefined;
   }
 
   /** The bytes remembered for `key`: a Uint8Array, null if it has none, undefined if not known. */
@@ -186,9 +247,25 @@ export class ObjectStore {
     return this.opened || this.engine.d1Exists(this.name);
   }
 
+  /**
+   * Opens the store. One opened in this run starts with the bookkeeping tables, empty, and the
+   * record of which the run makes: every run of the object then begins with the same statements
+   * and no later one changes the schema, so the engine keeps its connection from run to run with
+   * its prepared statements (`src/d1/reuse.rs`), where tables made in some runs and not in
+   * others would have SQLite prepare every statement again in each run. Reads on an empty table
+   * answer as on none; SQL that could see the difference sees the tables the run made
+   * (`showSchemaAsMade`).
+   */
   private open(): void {
     if (this.opened) return;
-    if (!this.engine.d1Exists(this.name)) this.engine.d1Open(this.name, this.label);
     this.opened = true;
+    if (this.engine.d1Exists(this.name)) return;
+    this.engine.d1Open(this.name, this.label);
+    this.own(KV_SCHEMA);
+    this.own(ALARM_SCHEMA);
+    this.own(MADE_SCHEMA);
+    this.tables.set(KV_TABLE, true);
+    this.tables.set(ALARM_TABLE, true);
+    this.madeRecord = true;
   }
 }

@@ -9,7 +9,7 @@ import type { FinalState, Invariant, OutboundRequest } from "../cloudflare.ts";
 import type { Engine } from "../engine.ts";
 import { InputError, shownConfig } from "../errors.ts";
 import { type ClientResponse, statusMatches } from "./context.ts";
-import { ObjectStore } from "./durable-object-store.ts";
+import { ObjectStore, seesSchema } from "./durable-object-store.ts";
 import { readOne } from "./durable-object-tables.ts";
 import { durableObjectStore } from "./durable-objects.ts";
 import { type KvStateType, kvKeys, kvRead } from "./kv.ts";
@@ -72,6 +72,14 @@ export function finalState(
   };
   // Invariants only read: what one learns of an object's tables holds for the next.
   const objectStores = new Map<string, ObjectStore>();
+  const objectStore = (store: string) => {
+    let found = objectStores.get(store);
+    if (!found) {
+      found = new ObjectStore(engine, store);
+      objectStores.set(store, found);
+    }
+    return found;
+  };
   return {
     // By any of the database's bindings: `admin/DB` reads the store it shares with `DB`.
     d1: (db, sql, ...params) => rows(d1Store(world.workers, db), sql, params, db),
@@ -88,20 +96,17 @@ export function finalState(
       const spec = binding(name, "durableObject");
       if (spec.kind !== "durableObject") return [];
       const store = durableObjectStore(spec.namespace, objectName);
+      if (!engine.d1Exists(store)) return [];
+      if (seesSchema(sql)) objectStore(store).showSchemaAsMade();
       // Named as the invariant names the object, not by its store.
-      return engine.d1Exists(store) ? rows(store, sql, params, `${name} ${JSON.stringify(objectName)}`) : [];
+      return rows(store, sql, params, `${name} ${JSON.stringify(objectName)}`);
     },
     durableObjectStorage: (name, objectName, key) => {
       const spec = binding(name, "durableObject");
       if (spec.kind !== "durableObject") return undefined;
       const store = durableObjectStore(spec.namespace, objectName);
       // An object that never wrote with the KV-style API has no table for it: nothing is stored.
-      let objectStore = objectStores.get(store);
-      if (!objectStore) {
-        objectStore = new ObjectStore(engine, store);
-        objectStores.set(store, objectStore);
-      }
-      return readOne(objectStore, key);
+      return readOne(objectStore(store), key);
     },
     queue: (name) => {
       const queue = world.queues.get(name);
