@@ -121,8 +121,12 @@ function interleaving(result: Extract<CheckResult, { verdict: "VIOLATED" }>): st
     }
     // A client's answer, so that what an invocation does after it (its ctx.waitUntil work)
     // reads as coming after it.
+    // A 500 for an uncaught exception is said with the exception, below.
     if (step.kind === "outcome" && step.what === "answered") {
-      return [`${step.invocation} answered ${step.detail.split(" ")[0]}`];
+      const status = /^\d+/.exec(step.detail)?.[0] ?? step.detail;
+      return step.detail.includes("the exception was uncaught")
+        ? []
+        : [`${step.invocation} answered ${status}`];
     }
     // Platform work (an alarm, a cron tick) answers no one: its end says it went no further.
     if (step.kind === "outcome" && step.what === "finished" && !step.invocation.includes("/")) {

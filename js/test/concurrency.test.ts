@@ -46,6 +46,9 @@ describe("the steps of an interleaved counterexample", () => {
     expect(report).toContain(
       "  req-2#1 threw, so it was answered 500: Error: D1_ERROR: no such table: orders: SQLITE_ERROR",
     );
+    // Said once: no second line for the same answer.
+    expect(report).not.toContain("req-2#1 answered 500");
+    expect(report).not.toMatch(/answered \d+:\n/);
   });
 });
 
