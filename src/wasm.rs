@@ -38,8 +38,46 @@ export function encodeParams(params) {
   }
   return out;
 }
+export function encodeOptions(options) {
+  if (!Array.isArray(options)) return undefined;
+  let out = "";
+  for (const o of options) {
+    if (o === null || typeof o !== "object" || typeof o.label !== "string") return undefined;
+    out += "t" + o.label.length + ":" + o.label;
+    const inv = o.invocation;
+    if (inv === undefined || inv === null) out += "n";
+    else if (typeof inv === "string") out += "t" + inv.length + ":" + inv;
+    else return undefined;
+    const effect = o.effect;
+    if (effect === undefined || effect === null) out += "n";
+    else if (Number.isInteger(effect) && effect >= 0 && effect <= 4294967295) out += "i" + effect + ";";
+    else return undefined;
+    out += o.answer === true ? "i1;" : "i0;";
+    const footprint = o.footprint;
+    if (footprint === undefined || footprint === null) {
+      out += "i0;";
+      continue;
+    }
+    if (!Array.isArray(footprint)) return undefined;
+    out += "i" + footprint.length + ";";
+    for (const entry of footprint) {
+      if (entry === null || typeof entry !== "object") return undefined;
+      const { resource, write } = entry;
+      if (typeof resource !== "string" || typeof write !== "boolean") return undefined;
+      out += "t" + resource.length + ":" + resource + (write ? "i1;" : "i0;");
+    }
+  }
+  return out;
+}
 "#)]
 extern "C" {
+    /// `options` (`StepOption[]`) as one string in `encodeParams`' form: per option its label,
+    /// invocation (or `n`), effect (or `n`), answer (`i1;` or `i0;`), the number of footprint
+    /// entries, then each entry's resource and write; `undefined` when an option is malformed,
+    /// which `step_options_from_js` then reads field by field to say what is wrong.
+    #[wasm_bindgen(js_name = encodeOptions)]
+    fn encode_options(options: &JsValue) -> Option<String>;
+
     /// `params` as one string: per value `n` (null), `i<integer>;`, `r<number>;` or
     /// `t<UTF-16 length>:<text>`; `undefined` when one is of another kind (bytes, a non-finite
     /// number, an object), which `value_from_js` converts or refuses one by one.
@@ -147,6 +185,13 @@ impl Engine {
 
     /// `options`: `StepOption[]`; answers the index of the option to run next.
     pub fn choose(&mut self, options: JsValue) -> Result<u32, JsError> {
+        let decoded = encode_options(&options)
+            .as_deref()
+            .and_then(d1::decode_params)
+            .and_then(|values| step_options_from_values(&values));
+        if let Some(options) = decoded {
+            return Ok(self.check.choose(&options).map_err(js)? as u32);
+        }
         let options = step_options_from_js(&options).map_err(|e| {
             JsError::new(&format!(
                 "choose takes an array of {{ label, invocation?, effect?, footprint? }}: {e}"
@@ -286,8 +331,53 @@ thread_local! {
         .map(JsValue::from_str);
 }
 
-/// `StepOption[]` read field by field: the host calls `choose` before every step of an
-/// interleaved run, and a generic deserializer costs several times what the choice does.
+/// `StepOption[]` from `encodeOptions`' values, or `None` if they are not in its form.
+fn step_options_from_values(values: &[Value]) -> Option<Vec<StepOption>> {
+    let mut values = values.iter();
+    let mut steps = Vec::new();
+    let text = |value: Option<&Value>| match value {
+        Some(Value::Text(text)) => Some(text.clone()),
+        _ => None,
+    };
+    let integer = |value: Option<&Value>| match value {
+        Some(Value::Integer(n)) => Some(*n),
+        _ => None,
+    };
+    while let Some(label) = values.next() {
+        let Value::Text(label) = label else {
+            return None;
+        };
+        let invocation = match values.next()? {
+            Value::Null => None,
+            Value::Text(text) => Some(text.clone()),
+            _ => return None,
+        };
+        let effect = match values.next()? {
+            Value::Null => None,
+            Value::Integer(n) => Some(u32::try_from(*n).ok()?),
+            _ => return None,
+        };
+        let answer = integer(values.next())? == 1;
+        let entries = usize::try_from(integer(values.next())?).ok()?;
+        let mut footprint = Vec::with_capacity(entries.min(64));
+        for _ in 0..entries {
+            let resource = text(values.next())?;
+            let write = integer(values.next())? == 1;
+            footprint.push(Access { resource, write });
+        }
+        steps.push(StepOption {
+            label: label.clone(),
+            invocation,
+            effect,
+            footprint,
+            answer,
+        });
+    }
+    Some(steps)
+}
+
+/// `StepOption[]` read field by field, for an array `encodeOptions` refused: what is wrong with
+/// it, said option by option.
 fn step_options_from_js(options: &JsValue) -> std::result::Result<Vec<StepOption>, String> {
     OPTION_KEYS.with(|[label_key, invocation_key, effect_key, footprint_key, resource_key, write_key, answer_key]| {
         let options = options
