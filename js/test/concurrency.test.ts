@@ -195,6 +195,23 @@ describe("races in Workers eutaxy has not seen", () => {
   }
 });
 
+describe("a queue consumer that races the request that queued its message", () => {
+  it("is VIOLATED with no fault: the batch looks the order up before the request records it", async () => {
+    const result = violated(await check(fixture("queue-mail/mail.sim.ts")));
+    expect(result.invariant).toBe("every-mail-finds-its-order");
+    expect(result.faults).toEqual([]);
+    const order = steps(result.trace);
+    const lookup = order.findIndex((line) => line.startsWith("batch-1#1 effect #0 D1:DB first"));
+    const recorded = order.findLastIndex((line) => /^req-\d#1 effect #\d D1:DB run/.test(line));
+    expect(lookup).toBeGreaterThanOrEqual(0);
+    expect(lookup).toBeLessThan(recorded);
+  });
+
+  it("its fix, which records the order before it queues the mail, is BOUNDED", async () => {
+    expect((await check(fixture("queue-mail/mail.fixed.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+});
+
 describe("blockConcurrencyWhile with more than one call waiting (examples/seats-race)", () => {
   it("holds every waiting call until the callback settles: three bookings, one seat, BOUNDED", async () => {
     const result = await check(fixture("seats-three-gated.sim.ts"));
@@ -288,6 +305,9 @@ const SMALL = [
   example("seats-race/seats.sim.ts"),
   example("seats-race/seats.fixed.sim.ts"),
   ...RACES.flatMap(({ bug, fix }) => [bug, fix]),
+  // A queue batch starts without waiting on the other invocations' calls to D1.
+  fixture("queue-mail/mail.sim.ts"),
+  fixture("queue-mail/mail.fixed.sim.ts"),
 ];
 const SMALL_INTERLEAVED = [
   "service-binding/checkout.sim.ts",

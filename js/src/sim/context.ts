@@ -4,7 +4,7 @@
  */
 
 import type { OutboundRequest } from "../cloudflare.ts";
-import type { Engine } from "../engine.ts";
+import type { Engine, FootprintEntry } from "../engine.ts";
 import type { Invocation } from "./invocation.ts";
 import type { ExecutionContextLike } from "./workers-module.ts";
 import type { SimWorker, World } from "./world.ts";
@@ -44,6 +44,11 @@ export interface PlatformWork {
    */
   readonly invocation?: string;
   /**
+   * Orders work of the same kind apart from when it was queued (a queue batch's queue): an
+   * interleaved run offers, of each kind, the work to start first by key (see `Run.startable`).
+   */
+  readonly key?: string;
+  /**
    * Work that may not run more than `max` at once with the other work of its `group` (a queue
    * consumer's `max_concurrency`): it waits, in order, until one of them is over.
    */
@@ -53,6 +58,12 @@ export interface PlatformWork {
    * Asked only when a driver's event waits for a later time, which goes before work due after it.
    */
   dueMs?(): number | undefined;
+  /**
+   * What starting the work touches, up to its invocation's first binding call, for interleaved
+   * runs; undefined (the default) when that is not known, and always when the start may move the
+   * run's clock (a delayed message), which every step reads.
+   */
+  footprint?(): readonly FootprintEntry[] | undefined;
   run(context: RunContext, id: string): Promise<void>;
 }
 

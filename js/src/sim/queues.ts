@@ -310,6 +310,7 @@ function brokerError(method: "send" | "sendBatch", failure: BrokerFailure, compa
 /** Adds messages to `queue`'s store and makes sure its consumer will get them. */
 function enqueue(run: RunContext, queue: SimQueue, outgoing: readonly Outgoing[], delay?: number): void {
   const now = run.nowMs();
+  if (outgoing.some((m) => (m.delaySeconds ?? delay ?? 0) > 0)) delayed(run).add(queue.name);
   run.engine.d1Batch(
     queue.store,
     outgoing.map((m) => ({
@@ -388,12 +389,30 @@ function scheduleBatch(run: RunContext, queue: SimQueue): void {
   waiting.add(queue.name);
   run.later({
     kind: "batch",
+    key: queue.name,
     ...consumerLimit(queue),
+    footprint: () => startFootprint(run, queue),
     run: async (context, name) => {
       waiting.delete(queue.name);
       await deliverNewBatch(context, queue, name);
     },
   });
+}
+
+/**
+ * What starting a batch of `queue` touches: the queue's messages (it takes those no batch holds,
+ * or its own again, and reads the backlog) and the platform's work (it takes its own). Unknown
+ * once a message of the queue was delayed in the run: a batch then waits for its messages,
+ * moving the run's clock, which every step reads. A message sent or retried without a delay is
+ * visible at once, so the batch, which comes after that send or retry, finds the clock past it.
+ */
+function startFootprint(run: RunContext, queue: SimQueue): readonly FootprintEntry[] | undefined {
+  return delayed(run).has(queue.name) ? undefined : changesQueue(queue);
+}
+
+/** The queues with a message delayed in this run (sent with a delay, or retried with one). */
+function delayed(run: RunContext): Set<string> {
+  return run.memo("queues:delayed", () => new Set<string>());
 }
 
 /** A consumer's `max_concurrency`: its batches, first deliveries and retries alike, live at once at most. */
@@ -517,7 +536,9 @@ async function deliverLeased(
       // (`batch-1#2`), so the name the run offers here is not used.
       kind: "redelivery",
       invocation: `${name}#${delivery + 1}`,
+      key: name,
       ...consumerLimit(queue),
+      footprint: () => startFootprint(run, queue),
       run: (context) => deliverLeased(context, queue, name, delivery + 1),
     });
   }
@@ -538,8 +559,18 @@ function ackEffect(
       result.reported = true;
       settle(run, queue, id, messages, result, true);
     },
-    { footprint: () => changesQueue(queue) },
+    { footprint: () => settlesQueue(run, queue) },
   );
+}
+
+/**
+ * What settling a batch of `queue` changes: its messages, and its dead letter queue's, where
+ * messages out of retries go.
+ */
+function settlesQueue(run: RunContext, queue: SimQueue): FootprintEntry[] {
+  const deadLetters = queue.consumer?.settings.deadLetterQueue;
+  const dlq = deadLetters === undefined ? undefined : run.world.queues.get(deadLetters);
+  return dlq ? [...changesQueue(queue), ...changesQueue(dlq)] : changesQueue(queue);
 }
 
 /**
@@ -639,6 +670,7 @@ function settle(
       const delay =
         (explicit ? result.retries.get(m.id) : undefined) ?? result.retryAll?.delaySeconds ?? retryDelay ?? 0;
       retried.push([m.seq, run.nowMs() + delay * 1000]);
+      if (delay > 0) delayed(run).add(queue.name);
     }
   }
   const { engine } = run;

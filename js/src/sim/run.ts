@@ -25,7 +25,7 @@
 
 import { stripVTControlCharacters } from "node:util";
 import type { OutboundRequest } from "../cloudflare.ts";
-import type { SimEvent } from "../drivers/event.ts";
+import { DELIVERY_ORDER, type SimEvent } from "../drivers/event.ts";
 import {
   CLOCK_START_MS,
   Decision,
@@ -572,15 +572,11 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       const timer = this.timerStep(later);
       if (timer) steps.push(timer);
       if (this.tasks < this.concurrency) {
-        const work = this.pending.find(
-          (w) =>
-            (!w.limit || (this.groupTasks.get(w.limit.group) ?? 0) < w.limit.max) &&
-            (later === undefined || dueBy(w, later)),
-        );
-        if (index !== undefined && (later === undefined || (steps.length === 0 && !work))) {
+        const works = this.startable(later);
+        if (index !== undefined && (later === undefined || (steps.length === 0 && works.length === 0))) {
           steps.push(this.eventStep(index, () => next++));
         }
-        if (work) steps.push(this.platformStep(work));
+        for (const work of works) steps.push(this.platformStep(work));
       }
       if (steps.length === 0) return;
       let chosen: number;
@@ -724,15 +720,37 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     };
   }
 
-  /** Starting the oldest piece of platform work its group's limit lets start (a queue batch, an alarm). */
+  /**
+   * The platform work an interleaved run may start next, one piece of each kind (an alarm and a
+   * queue batch may start in either order; two batches would take the same name, which the run
+   * gives at the start): of the work its group's limit lets start (and due by `later`, when an
+   * event waits for that time), the first by key (`PlatformWork.key`), then the oldest. Not simply
+   * the oldest: two steps that are independent may each queue work (a failed batch its retry, a
+   * send a new batch), and what is offered must not depend on which of them ran first.
+   */
+  private startable(later: number | undefined): PlatformWork[] {
+    const first = new Map<string, PlatformWork>();
+    for (const work of this.pending) {
+      if (work.limit && (this.groupTasks.get(work.limit.group) ?? 0) >= work.limit.max) continue;
+      if (later !== undefined && !dueBy(work, later)) continue;
+      const before = first.get(work.kind);
+      if (before === undefined || (work.key ?? "") < (before.key ?? "")) first.set(work.kind, work);
+    }
+    return [...first.values()].sort((a, b) => (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
+  }
+
+  /** Starting a piece of platform work (a queue batch, an alarm). */
   private platformStep(work: PlatformWork): Step {
     const n = (this.platformCounts.get(work.kind) ?? 0) + 1;
     const id = `${work.kind}-${n}`;
     const invocation = work.invocation ?? `${id}#1`;
+    // Platform work reads the state it works on as it starts (a queue's messages, an alarm's
+    // time), and takes one of the run's places for invocations, as a driver's event does: the
+    // work says what that state is when it knows, else the footprint is unknown.
+    const touches = work.footprint?.();
+    const footprint = touches === undefined ? [] : [...touches, ...DELIVERY_ORDER];
     return {
-      // Platform work reads the state it works on as it starts (a queue's messages, an alarm's
-      // time): unknown footprint.
-      option: { label: `deliver ${invocation}`, invocation, footprint: [] },
+      option: { label: `deliver ${invocation}`, invocation, footprint },
       take: () => {
         this.pending.splice(this.pending.indexOf(work), 1);
         this.countPlatformWork();
