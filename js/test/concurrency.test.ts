@@ -305,9 +305,11 @@ const SMALL = [
   example("seats-race/seats.sim.ts"),
   example("seats-race/seats.fixed.sim.ts"),
   ...RACES.flatMap(({ bug, fix }) => [bug, fix]),
-  // A queue batch starts without waiting on the other invocations' calls to D1.
+  // A queue batch starts without waiting on the other invocations' calls to D1, and so does an
+  // alarm set for now.
   fixture("queue-mail/mail.sim.ts"),
   fixture("queue-mail/mail.fixed.sim.ts"),
+  fixture("alarm-now/outbox.sim.ts"),
 ];
 const SMALL_INTERLEAVED = [
   "service-binding/checkout.sim.ts",

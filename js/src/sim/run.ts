@@ -680,8 +680,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    * neither its own nor one of a callee working on its call (a binding call takes no time, so a
    * deadline raced against it never wins), as `drive` fires timers only when nothing is parked.
    * A call already under way, a script answering it, may wait on timers.
-   * What the woken code touches until its next effect is unknown, and the clock it moves is
-   * shared: its footprint is empty, so it is ordered against every other step.
+   * A timer set for later moves the run's clock, which every step reads: its footprint is
+   * empty, so it is ordered against every other step. One set once for no delay (`setTimeout(f, 0)`)
+   * fires at the time it was set, which its invocation's later steps are past, and wakes only
+   * that invocation's code.
    */
   private timerStep(beforeMs = Number.POSITIVE_INFINITY): Step | undefined {
     const timer = this.nextTimer(
@@ -694,7 +696,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       option: {
         label: `${timer.owner.id} timer of ${timer.delayMs} ms`,
         invocation: timer.owner.id,
-        footprint: [],
+        footprint: timer.delayMs === 0 && !timer.repeat ? codeFootprint(timer.owner) : [],
       },
       take: () => this.fireTimer(timer),
     };
