@@ -103,6 +103,17 @@ const LATE_ANSWER = /^gets the answer of effect #\d+$/;
  */
 function interleaving(result: Extract<CheckResult, { verdict: "VIOLATED" }>): string[] {
   if (result.bounds.maxConcurrentInvocations < 2) return [];
+  // The invocations a client got a 500 from because they threw (the http driver says so).
+  const answeredForThrowing = new Set(
+    result.trace.flatMap((line) => {
+      const step = parseStep(line);
+      return step.kind === "outcome" &&
+        step.what === "answered" &&
+        step.detail.includes("the exception was uncaught")
+        ? [step.invocation]
+        : [];
+    }),
+  );
   const steps = result.trace.flatMap((line) => {
     const step = parseStep(line);
     if (step.kind === "deliver") return [`deliver ${step.invocation}`];
@@ -141,11 +152,15 @@ function interleaving(result: Extract<CheckResult, { verdict: "VIOLATED" }>): st
     ) {
       return [`${step.invocation} hung, so the runtime canceled it and answered 500`];
     }
-    // A request whose handler threw is answered 500 by the runtime.
+    // A request whose handler threw is answered 500 by the runtime; platform work (an alarm, a
+    // queue batch) answers no one, and is retried or given up.
     if (step.kind === "outcome" && step.what === "threw" && !step.invocation.includes("/")) {
-      const error = step.detail.split("\n")[0] ?? "";
+      const line = step.detail.split("\n")[0] ?? "";
+      const error = line.length > 100 ? `${line.slice(0, 100)}…` : line;
       return [
-        `${step.invocation} threw, so it was answered 500: ${error.length > 100 ? `${error.slice(0, 100)}…` : error}`,
+        answeredForThrowing.has(step.invocation)
+          ? `${step.invocation} threw, so it was answered 500: ${error}`
+          : `${step.invocation} threw: ${error}`,
       ];
     }
     return [];

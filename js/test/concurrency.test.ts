@@ -212,6 +212,19 @@ describe("a queue consumer that races the request that queued its message", () =
   });
 });
 
+describe("an alarm's retry, 2 s after its first attempt failed", () => {
+  it("is a step of its own, which another request may come before or after", async () => {
+    const result = violated(await check(fixture("alarm-retry-clock/clock.sim.ts")));
+    expect(result.invariant).toBe("signup-before-the-retry");
+    // The engine chose when the retry started, as it chooses any platform work's start.
+    expect(result.trace).toContain("schedule: deliver alarm-1#2 (of 2 pending)");
+    const report = renderReport(result);
+    // An alarm answers no one: its failure is not a 500.
+    expect(report).toContain("  alarm-1#1 threw: Error: the mail provider is down\n");
+    expect(report).not.toContain("alarm-1#1 threw, so it was answered 500");
+  });
+});
+
 describe("blockConcurrencyWhile with more than one call waiting (examples/seats-race)", () => {
   it("holds every waiting call until the callback settles: three bookings, one seat, BOUNDED", async () => {
     const result = await check(fixture("seats-three-gated.sim.ts"));
@@ -310,6 +323,7 @@ const SMALL = [
   fixture("queue-mail/mail.sim.ts"),
   fixture("queue-mail/mail.fixed.sim.ts"),
   fixture("alarm-now/outbox.sim.ts"),
+  fixture("alarm-retry-clock/clock.sim.ts"),
 ];
 const SMALL_INTERLEAVED = [
   "service-binding/checkout.sim.ts",

@@ -498,57 +498,78 @@ function alarmHooks(run: RunContext, slot: ObjectSlot): StorageHooks {
 
 /**
  * Delivers the alarm set as `generation`, if it is still set: `alarm(alarmInfo)` as top-level
- * invocation `<work>#<attempt>`, retried while the handler throws or dies. A retry stops when the
- * alarm was deleted or set anew meanwhile (the new one has its own delivery), after 6 retries,
- * or when the engine grants no more redeliveries.
+ * invocation `<work>#<attempt>`, retried while the handler throws or dies. Each retry is platform
+ * work of its own, due after Cloudflare's backoff (2 s, doubling): the clock moves to it when it
+ * starts, a step of its own, and not within the step in which the attempt before it failed, which
+ * another invocation's steps need not follow. A retry stops when the alarm was deleted or set
+ * anew meanwhile (the new one has its own delivery), after 6 retries, or when the engine grants
+ * no more redeliveries.
  */
 async function deliverAlarm(
   run: RunContext,
   slot: ObjectSlot,
   generation: number,
   work: string,
+  attempt = 1,
+  retryAtMs = 0,
 ): Promise<void> {
-  let attempt = 1;
-  for (; attempt <= ALARM_DELIVERIES_MAX; attempt++) {
-    const alarm = readAlarm(slot.store);
-    if (!alarm || alarm.generation !== generation) return;
-    if (attempt > 1 && !run.engine.redeliverPlatform(work, attempt)) {
-      run.retryRefused?.(work, attempt, ALARM_DELIVERIES_MAX, "more retries");
-      break;
-    }
-    // The alarm runs at its time, a retry after Cloudflare's backoff (2 s, doubling).
-    const backoffMs = ALARM_RETRY_BACKOFF_MS * 2 ** (attempt - 2);
-    run.advanceClockTo(attempt === 1 ? alarm.time : run.nowMs() + backoffMs);
-    if (attempt > 1 && run.tracing) {
-      run.trace(
-        `${work}#${attempt} is Cloudflare's retry ${attempt - 1} of ${ALARM_DELIVERIES_MAX - 1}, ${backoffMs / 1000} s after the last`,
-      );
-    }
-    slot.runningAlarm = generation;
-    const info = { retryCount: attempt - 1, isRetry: attempt > 1, scheduledTime: alarm.time };
-    const outcome = await run.deliver(`${work}#${attempt}`, {
-      worker: slot.namespace.worker,
-      work: `alarm of Durable Object class ${slot.namespace.className}`,
-      resource: objectResource(slot),
-      body: (_ctx, _env, invocation) =>
-        serveCall(run, slot, invocation, (instance) => {
-          const handler = instance.alarm;
-          if (typeof handler !== "function")
-            throw new TypeError("Handler does not export an alarm() function.");
-          return handler.call(instance, info);
-        }),
-    });
-    slot.runningAlarm = undefined;
-    // As a cron tick's: an alarm answers no one, so the trace says when it is done.
-    if (outcome.kind === "returned" && !outcome.diedAfter) run.trace(`${work}#${attempt} finished`);
-    if (outcome.kind === "returned") break;
+  const alarm = readAlarm(slot.store);
+  if (!alarm || alarm.generation !== generation) return;
+  if (attempt > 1 && !run.engine.redeliverPlatform(work, attempt)) {
+    run.retryRefused?.(work, attempt, ALARM_DELIVERIES_MAX, "more retries");
+    clearAlarm(slot.store, generation);
+    return;
   }
-  if (attempt > ALARM_DELIVERIES_MAX && run.tracing) {
+  // The alarm runs at its time, a retry after Cloudflare's backoff.
+  run.advanceClockTo(attempt === 1 ? alarm.time : retryAtMs);
+  if (attempt > 1 && run.tracing) {
+    run.trace(
+      `${work}#${attempt} is Cloudflare's retry ${attempt - 1} of ${ALARM_DELIVERIES_MAX - 1}, ${backoffMs(attempt) / 1000} s after the last`,
+    );
+  }
+  slot.runningAlarm = generation;
+  const info = { retryCount: attempt - 1, isRetry: attempt > 1, scheduledTime: alarm.time };
+  const outcome = await run.deliver(`${work}#${attempt}`, {
+    worker: slot.namespace.worker,
+    work: `alarm of Durable Object class ${slot.namespace.className}`,
+    resource: objectResource(slot),
+    body: (_ctx, _env, invocation) =>
+      serveCall(run, slot, invocation, (instance) => {
+        const handler = instance.alarm;
+        if (typeof handler !== "function")
+          throw new TypeError("Handler does not export an alarm() function.");
+        return handler.call(instance, info);
+      }),
+  });
+  slot.runningAlarm = undefined;
+  if (outcome.kind === "returned") {
+    // As a cron tick's: an alarm answers no one, so the trace says when it is done.
+    if (!outcome.diedAfter) run.trace(`${work}#${attempt} finished`);
+    clearAlarm(slot.store, generation);
+    return;
+  }
+  if (attempt === ALARM_DELIVERIES_MAX) {
     run.trace(
       `${work} given up: Cloudflare retries an alarm ${ALARM_DELIVERIES_MAX - 1} times, then drops it`,
     );
+    clearAlarm(slot.store, generation);
+    return;
   }
-  clearAlarm(slot.store, generation);
+  const next = attempt + 1;
+  const dueMs = run.nowMs() + backoffMs(next);
+  run.later({
+    // Not `alarm`: a retry keeps its alarm's name (`alarm-1#2`) and takes no number of its own.
+    kind: "alarm-retry",
+    invocation: `${work}#${next}`,
+    limit: { group: `alarm ${objectResource(slot)}`, max: 1 },
+    dueMs: () => dueMs,
+    run: (context) => deliverAlarm(context, slot, generation, work, next, dueMs),
+  });
+}
+
+/** How long Cloudflare waits before an alarm's delivery `attempt` (2 s before the first retry, doubling). */
+function backoffMs(attempt: number): number {
+  return ALARM_RETRY_BACKOFF_MS * 2 ** (attempt - 2);
 }
 
 /**
