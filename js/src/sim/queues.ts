@@ -310,7 +310,7 @@ function brokerError(method: "send" | "sendBatch", failure: BrokerFailure, compa
 /** Adds messages to `queue`'s store and makes sure its consumer will get them. */
 function enqueue(run: RunContext, queue: SimQueue, outgoing: readonly Outgoing[], delay?: number): void {
   const now = run.nowMs();
-  if (outgoing.some((m) => (m.delaySeconds ?? delay ?? 0) > 0)) delayed(run).add(queue.name);
+  if (outgoing.some((m) => (m.delaySeconds ?? delay ?? 0) > 0)) sentLater(run).add(queue.name);
   run.engine.d1Batch(
     queue.store,
     outgoing.map((m) => ({
@@ -391,7 +391,7 @@ function scheduleBatch(run: RunContext, queue: SimQueue): void {
     kind: "batch",
     key: queue.name,
     ...consumerLimit(queue),
-    footprint: () => startFootprint(run, queue),
+    footprint: () => (sentLater(run).has(queue.name) ? undefined : changesQueue(queue)),
     run: async (context, name) => {
       waiting.delete(queue.name);
       await deliverNewBatch(context, queue, name);
@@ -400,19 +400,15 @@ function scheduleBatch(run: RunContext, queue: SimQueue): void {
 }
 
 /**
- * What starting a batch of `queue` touches: the queue's messages (it takes those no batch holds,
- * or its own again, and reads the backlog) and the platform's work (it takes its own). Unknown
- * once a message of the queue was delayed in the run: a batch then waits for its messages,
- * moving the run's clock, which every step reads. A message sent or retried without a delay is
- * visible at once, so the batch, which comes after that send or retry, finds the clock past it.
+ * The queues a message was sent to with a delay in this run. Starting a batch touches its queue's
+ * messages (it takes those no batch holds and reads the backlog) and the platform's work (it
+ * takes its own), unless it may wait for a delayed message, moving the run's clock, which every
+ * step reads: its footprint is then unknown. A message sent without a delay is visible at once,
+ * so the batch, which comes after that send, finds the clock past it. A batch's retry waits only
+ * for its own messages, so only for a delay they were retried with (`BatchResult.retriedLater`).
  */
-function startFootprint(run: RunContext, queue: SimQueue): readonly FootprintEntry[] | undefined {
-  return delayed(run).has(queue.name) ? undefined : changesQueue(queue);
-}
-
-/** The queues with a message delayed in this run (sent with a delay, or retried with one). */
-function delayed(run: RunContext): Set<string> {
-  return run.memo("queues:delayed", () => new Set<string>());
+function sentLater(run: RunContext): Set<string> {
+  return run.memo("queues:sent-later", () => new Set<string>());
 }
 
 /** A consumer's `max_concurrency`: its batches, first deliveries and retries alike, live at once at most. */
@@ -538,7 +534,7 @@ async function deliverLeased(
       invocation: `${name}#${delivery + 1}`,
       key: name,
       ...consumerLimit(queue),
-      footprint: () => startFootprint(run, queue),
+      footprint: () => (result.retriedLater ? undefined : changesQueue(queue)),
       run: (context) => deliverLeased(context, queue, name, delivery + 1),
     });
   }
@@ -598,6 +594,8 @@ class BatchResult {
   retryAll: { delaySeconds: number | undefined } | undefined;
   /** Set when the ack effect ran: the queue heard the batch's outcome. */
   reported = false;
+  /** Set when a message was retried with a delay: the batch's retry waits for it. */
+  retriedLater = false;
 }
 
 function messageBatch(
@@ -670,7 +668,7 @@ function settle(
       const delay =
         (explicit ? result.retries.get(m.id) : undefined) ?? result.retryAll?.delaySeconds ?? retryDelay ?? 0;
       retried.push([m.seq, run.nowMs() + delay * 1000]);
-      if (delay > 0) delayed(run).add(queue.name);
+      if (delay > 0) result.retriedLater = true;
     }
   }
   const { engine } = run;
