@@ -212,6 +212,14 @@ describe("a queue consumer that races the request that queued its message", () =
   });
 });
 
+describe("a dead letter queue's consumer racing itself", () => {
+  it("is VIOLATED: a dead-letter batch starts before the second job has failed, and both open an incident", async () => {
+    const result = violated(await check(fixture("dlq-incidents/incidents.sim.ts")));
+    expect(result.invariant).toBe("one-open-incident-per-customer");
+    expect(result.faults).toEqual([]);
+  });
+});
+
 describe("an alarm's retry, 2 s after its first attempt failed", () => {
   it("is a step of its own, which another request may come before or after", async () => {
     const result = violated(await check(fixture("alarm-retry-clock/clock.sim.ts")));
@@ -324,6 +332,8 @@ const SMALL = [
   fixture("queue-mail/mail.fixed.sim.ts"),
   fixture("alarm-now/outbox.sim.ts"),
   fixture("alarm-retry-clock/clock.sim.ts"),
+  // A failing batch dead-letters in the step where it fails, whose footprint names no queue.
+  fixture("dlq-incidents/incidents.sim.ts"),
 ];
 const SMALL_INTERLEAVED = [
   "service-binding/checkout.sim.ts",

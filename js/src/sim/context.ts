@@ -44,11 +44,6 @@ export interface PlatformWork {
    */
   readonly invocation?: string;
   /**
-   * Orders work of the same kind apart from when it was queued (a queue batch's queue): an
-   * interleaved run offers, of each kind, the work to start first by key (see `Run.startable`).
-   */
-  readonly key?: string;
-  /**
    * Work that may not run more than `max` at once with the other work of its `group` (a queue
    * consumer's `max_concurrency`): it waits, in order, until one of them is over.
    */

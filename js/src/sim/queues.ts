@@ -389,9 +389,8 @@ function scheduleBatch(run: RunContext, queue: SimQueue): void {
   waiting.add(queue.name);
   run.later({
     kind: "batch",
-    key: queue.name,
     ...consumerLimit(queue),
-    footprint: () => (sentLater(run).has(queue.name) ? undefined : changesQueue(queue)),
+    footprint: () => (sentLater(run).has(queue.name) ? undefined : startFootprint(run, queue)),
     run: async (context, name) => {
       waiting.delete(queue.name);
       await deliverNewBatch(context, queue, name);
@@ -409,6 +408,29 @@ function scheduleBatch(run: RunContext, queue: SimQueue): void {
  */
 function sentLater(run: RunContext): Set<string> {
   return run.memo("queues:sent-later", () => new Set<string>());
+}
+
+/**
+ * What starting a batch of `queue` (or a retry of one) touches, when it waits for no delayed
+ * message: its queue and the platform's work. Unknown while a batch that may write the queue
+ * without saying so runs: one of the same queue, or of a queue that dead-letters to it. Such a
+ * batch settles its messages in the step where it fails (its code throws or it dies), whose
+ * footprint names only the call it made last: the messages it dead-letters, the ones it
+ * acknowledged (the backlog a batch reads) and the work it queues are the queue's.
+ */
+function startFootprint(run: RunContext, queue: SimQueue): readonly FootprintEntry[] | undefined {
+  const live = liveBatches(run);
+  for (const [name, count] of live) {
+    if (count === 0) continue;
+    if (name === queue.name) return undefined;
+    if (run.world.queues.get(name)?.consumer?.settings.deadLetterQueue === queue.name) return undefined;
+  }
+  return changesQueue(queue);
+}
+
+/** How many batches of each queue are under way in this run (delivered and not yet ended). */
+function liveBatches(run: RunContext): Map<string, number> {
+  return run.memo("queues:live-batches", () => new Map<string, number>());
 }
 
 /** A consumer's `max_concurrency`: its batches, first deliveries and retries alike, live at once at most. */
@@ -485,7 +507,29 @@ async function deliverLeased(
   }
   const metrics = backlog(engine, queue.store);
   const result = new BatchResult();
+  const live = liveBatches(run);
+  live.set(queue.name, (live.get(queue.name) ?? 0) + 1);
+  try {
+    await settledDelivery(run, queue, name, delivery, id, messages, metrics, result);
+  } finally {
+    live.set(queue.name, (live.get(queue.name) ?? 1) - 1);
+  }
+}
 
+/** Delivers a batch's messages, then settles them and queues what follows (its retry, a batch for messages left waiting). */
+async function settledDelivery(
+  run: RunContext,
+  queue: SimQueue,
+  name: string,
+  delivery: number,
+  id: string,
+  messages: readonly StoredMessage[],
+  metrics: Record<string, unknown>,
+  result: BatchResult,
+): Promise<void> {
+  const consumer = queue.consumer;
+  if (!consumer) return;
+  const { engine } = run;
   await run.deliver(id, {
     worker: consumer.worker,
     work: `batch of queue ${queue.name}`,
@@ -532,9 +576,8 @@ async function deliverLeased(
       // (`batch-1#2`), so the name the run offers here is not used.
       kind: "redelivery",
       invocation: `${name}#${delivery + 1}`,
-      key: name,
       ...consumerLimit(queue),
-      footprint: () => (result.retriedLater ? undefined : changesQueue(queue)),
+      footprint: () => (result.retriedLater ? undefined : startFootprint(run, queue)),
       run: (context) => deliverLeased(context, queue, name, delivery + 1),
     });
   }

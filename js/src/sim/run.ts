@@ -572,11 +572,11 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       const timer = this.timerStep(later);
       if (timer) steps.push(timer);
       if (this.tasks < this.concurrency) {
-        const works = this.startable(later);
-        if (index !== undefined && (later === undefined || (steps.length === 0 && works.length === 0))) {
+        const startable = this.startable(later);
+        if (index !== undefined && (later === undefined || (steps.length === 0 && !startable))) {
           steps.push(this.eventStep(index, () => next++));
         }
-        for (const work of works) steps.push(this.platformStep(work));
+        if (startable) steps.push(this.platformStep(startable.work, startable.settled));
       }
       if (steps.length === 0) return;
       let chosen: number;
@@ -723,33 +723,36 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   }
 
   /**
-   * The platform work an interleaved run may start next, one piece of each kind (an alarm and a
-   * queue batch may start in either order; two batches would take the same name, which the run
-   * gives at the start): of the work its group's limit lets start (and due by `later`, when an
-   * event waits for that time), the first by key (`PlatformWork.key`), then the oldest. Not simply
-   * the oldest: two steps that are independent may each queue work (a failed batch its retry, a
-   * send a new batch), and what is offered must not depend on which of them ran first.
+   * The platform work an interleaved run may start next: the oldest its group's limit lets start
+   * (and due by `later`, when an event waits for that time). `settled` when no other step can
+   * put older work before it: no older work waits on its group's limit (the end of a batch that
+   * failed, a step whose footprint does not name the platform's work, may lift that limit), and
+   * no event waits for a time to come (a step that moves the clock may make older work due).
+   * Adding work never does: it goes after this one.
    */
-  private startable(later: number | undefined): PlatformWork[] {
-    const first = new Map<string, PlatformWork>();
+  private startable(later: number | undefined): { work: PlatformWork; settled: boolean } | undefined {
+    let held = false;
     for (const work of this.pending) {
-      if (work.limit && (this.groupTasks.get(work.limit.group) ?? 0) >= work.limit.max) continue;
+      if (work.limit && (this.groupTasks.get(work.limit.group) ?? 0) >= work.limit.max) {
+        held = true;
+        continue;
+      }
       if (later !== undefined && !dueBy(work, later)) continue;
-      const before = first.get(work.kind);
-      if (before === undefined || (work.key ?? "") < (before.key ?? "")) first.set(work.kind, work);
+      return { work, settled: !held && later === undefined };
     }
-    return [...first.values()].sort((a, b) => (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
+    return undefined;
   }
 
   /** Starting a piece of platform work (a queue batch, an alarm). */
-  private platformStep(work: PlatformWork): Step {
+  private platformStep(work: PlatformWork, settled: boolean): Step {
     const n = (this.platformCounts.get(work.kind) ?? 0) + 1;
     const id = `${work.kind}-${n}`;
     const invocation = work.invocation ?? `${id}#1`;
     // Platform work reads the state it works on as it starts (a queue's messages, an alarm's
     // time), and takes one of the run's places for invocations, as a driver's event does: the
-    // work says what that state is when it knows, else the footprint is unknown.
-    const touches = work.footprint?.();
+    // work says what that state is when it knows, else, or when another step could put older
+    // work in its place, the footprint is unknown.
+    const touches = settled ? work.footprint?.() : undefined;
     const footprint = touches === undefined ? [] : [...touches, ...DELIVERY_ORDER];
     return {
       option: { label: `deliver ${invocation}`, invocation, footprint },
