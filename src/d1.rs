@@ -616,19 +616,8 @@ impl Database {
 fn steps_outside(sql: &str) -> bool {
     let bytes = sql.as_bytes();
     let script = bytes.contains(&b';');
-    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    let mut index = 0;
-    let mut at = 0;
-    while at < bytes.len() {
-        if !is_word(bytes[at]) {
-            at += 1;
-            continue;
-        }
-        let start = at;
-        while at < bytes.len() && is_word(bytes[at]) {
-            at += 1;
-        }
-        let word = &bytes[start..at];
+    for (index, (start, end)) in words(sql).enumerate() {
+        let word = &bytes[start..end];
         let candidate = (3..=9).contains(&word.len())
             && matches!(
                 word[0].to_ascii_lowercase(),
@@ -645,9 +634,33 @@ fn steps_outside(sql: &str) -> bool {
                 return true;
             }
         }
-        index += 1;
     }
     false
+}
+
+/// Whether a byte can be part of a word of SQL (a keyword, a name, a number).
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Where the words of SQL are, as byte ranges: runs of ASCII letters, digits and `_`, quoted
+/// text included (callers that only need to be conservative read them all).
+fn words(sql: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let bytes = sql.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() && !is_word_byte(bytes[at]) {
+            at += 1;
+        }
+        if at == bytes.len() {
+            return None;
+        }
+        let start = at;
+        while at < bytes.len() && is_word_byte(bytes[at]) {
+            at += 1;
+        }
+        Some((start, at))
+    })
 }
 
 /// A savepoint statement on its own, as the host writes them: `SAVEPOINT name`,

@@ -69,24 +69,14 @@ pub(super) fn mentions(sql: &str, words: &[&str]) -> bool {
 /// alarm only ends the prefix early.
 fn may_call(sql: &str, functions: &[&str]) -> bool {
     let bytes = sql.as_bytes();
-    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    let mut at = 0;
-    while at < bytes.len() {
-        if !is_word(bytes[at]) {
-            at += 1;
-            continue;
-        }
-        let start = at;
-        while at < bytes.len() && is_word(bytes[at]) {
-            at += 1;
-        }
-        let word = &sql[start..at];
+    for (start, end) in super::words(sql) {
+        let word = &sql[start..end];
         if !functions.iter().any(|f| word.eq_ignore_ascii_case(f)) {
             continue;
         }
-        let next = bytes[at..].iter().find(|b| !b.is_ascii_whitespace());
+        let next = bytes[end..].iter().find(|b| !b.is_ascii_whitespace());
         let plainly_not_a_call = next.is_none_or(|&b| {
-            is_word(b)
+            super::is_word_byte(b)
                 || matches!(
                     b,
                     b',' | b')'
