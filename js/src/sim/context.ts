@@ -4,7 +4,7 @@
  */
 
 import type { OutboundRequest } from "../cloudflare.ts";
-import type { Engine, FootprintEntry } from "../engine.ts";
+import type { Engine } from "../engine.ts";
 import type { Invocation } from "./invocation.ts";
 import type { ExecutionContextLike } from "./workers-module.ts";
 import type { SimWorker, World } from "./world.ts";
@@ -53,12 +53,6 @@ export interface PlatformWork {
    * Asked only when a driver's event waits for a later time, which goes before work due after it.
    */
   dueMs?(): number | undefined;
-  /**
-   * What starting the work touches, up to its invocation's first binding call, for interleaved
-   * runs; undefined (the default) when that is not known, and always when the start may move the
-   * run's clock (a delayed message), which every step reads.
-   */
-  footprint?(): readonly FootprintEntry[] | undefined;
   run(context: RunContext, id: string): Promise<void>;
 }
 

@@ -18,7 +18,7 @@ import type { SimDurableObjectId } from "./durable-object-id.ts";
 import { SimDurableObjectStorage } from "./durable-object-storage.ts";
 import { ObjectStore } from "./durable-object-store.ts";
 import { clearAlarm, readAlarm, type StorageHooks } from "./durable-object-tables.ts";
-import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
+import type { EffectScope } from "./effect-scope.ts";
 import { buildEnv } from "./env.ts";
 import { real } from "./globals.ts";
 import type { Invocation } from "./invocation.ts";
@@ -459,30 +459,18 @@ function notSimulated(what: string): Error {
 
 function alarmHooks(run: RunContext, slot: ObjectSlot): StorageHooks {
   return {
-    alarmSet: (generation, time) => {
-      const setAtMs = run.nowMs();
+    alarmSet: (generation) =>
       run.later({
         kind: "alarm",
         // An object runs one alarm at a time: one set while its alarm handler runs waits for the
         // handler to finish (workerd queues it), and replaces that alarm's retries.
         limit: { group: `alarm ${objectResource(slot)}`, max: 1 },
-        // Its start reads the object's alarm and runs the object's code. An alarm set for a time
-        // to come moves the run's clock there, which every step reads; one set for a time already
-        // past when it was set (`setAlarm(Date.now())`) does not: its start comes after that.
-        footprint: () =>
-          time <= setAtMs
-            ? [
-                { resource: objectResource(slot), write: true },
-                { resource: PLATFORM_WORK, write: true },
-              ]
-            : undefined,
         dueMs: () => {
           const alarm = readAlarm(slot.store);
           return alarm?.generation === generation ? alarm.time : undefined;
         },
         run: (context, id) => deliverAlarm(context, slot, generation, id),
-      });
-    },
+      }),
     requireAlarmHandler: () => {
       const prototype = (objectClass(run, slot.namespace) as { prototype?: Instance }).prototype;
       if (typeof prototype?.alarm !== "function") {

@@ -325,7 +325,7 @@ export class SimDurableObjectStorage {
       [change.time],
     );
     const generation = Number(this.#store.own("SELECT generation FROM _cf_ALARM WHERE id = 1").rows[0]?.[0]);
-    this.#hooks.alarmSet(generation, change.time);
+    this.#hooks.alarmSet(generation);
   }
 }
 

@@ -9,8 +9,8 @@ import { real } from "./globals.ts";
 
 /** What the storage needs from the object it belongs to. */
 export interface StorageHooks {
-  /** Queues the delivery of the alarm set as `generation`, for `time` on the run's clock. */
-  alarmSet(generation: number, time: number): void;
+  /** Queues the delivery of the alarm set as `generation`. */
+  alarmSet(generation: number): void;
   /** Throws unless the object's class has an `alarm()` handler. */
   requireAlarmHandler(): void;
   /** The generation of the alarm whose handler is running, hidden from `getAlarm`. */

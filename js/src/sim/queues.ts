@@ -310,7 +310,6 @@ function brokerError(method: "send" | "sendBatch", failure: BrokerFailure, compa
 /** Adds messages to `queue`'s store and makes sure its consumer will get them. */
 function enqueue(run: RunContext, queue: SimQueue, outgoing: readonly Outgoing[], delay?: number): void {
   const now = run.nowMs();
-  if (outgoing.some((m) => (m.delaySeconds ?? delay ?? 0) > 0)) sentLater(run).add(queue.name);
   run.engine.d1Batch(
     queue.store,
     outgoing.map((m) => ({
@@ -390,47 +389,11 @@ function scheduleBatch(run: RunContext, queue: SimQueue): void {
   run.later({
     kind: "batch",
     ...consumerLimit(queue),
-    footprint: () => (sentLater(run).has(queue.name) ? undefined : startFootprint(run, queue)),
     run: async (context, name) => {
       waiting.delete(queue.name);
       await deliverNewBatch(context, queue, name);
     },
   });
-}
-
-/**
- * The queues a message was sent to with a delay in this run. Starting a batch touches its queue's
- * messages (it takes those no batch holds and reads the backlog) and the platform's work (it
- * takes its own), unless it may wait for a delayed message, moving the run's clock, which every
- * step reads: its footprint is then unknown. A message sent without a delay is visible at once,
- * so the batch, which comes after that send, finds the clock past it. A batch's retry waits only
- * for its own messages, so only for a delay they were retried with (`BatchResult.retriedLater`).
- */
-function sentLater(run: RunContext): Set<string> {
-  return run.memo("queues:sent-later", () => new Set<string>());
-}
-
-/**
- * What starting a batch of `queue` (or a retry of one) touches, when it waits for no delayed
- * message: its queue and the platform's work. Unknown while a batch that may write the queue
- * without saying so runs: one of the same queue, or of a queue that dead-letters to it. Such a
- * batch settles its messages in the step where it fails (its code throws or it dies), whose
- * footprint names only the call it made last: the messages it dead-letters, the ones it
- * acknowledged (the backlog a batch reads) and the work it queues are the queue's.
- */
-function startFootprint(run: RunContext, queue: SimQueue): readonly FootprintEntry[] | undefined {
-  const live = liveBatches(run);
-  for (const [name, count] of live) {
-    if (count === 0) continue;
-    if (name === queue.name) return undefined;
-    if (run.world.queues.get(name)?.consumer?.settings.deadLetterQueue === queue.name) return undefined;
-  }
-  return changesQueue(queue);
-}
-
-/** How many batches of each queue are under way in this run (delivered and not yet ended). */
-function liveBatches(run: RunContext): Map<string, number> {
-  return run.memo("queues:live-batches", () => new Map<string, number>());
 }
 
 /** A consumer's `max_concurrency`: its batches, first deliveries and retries alike, live at once at most. */
@@ -507,29 +470,7 @@ async function deliverLeased(
   }
   const metrics = backlog(engine, queue.store);
   const result = new BatchResult();
-  const live = liveBatches(run);
-  live.set(queue.name, (live.get(queue.name) ?? 0) + 1);
-  try {
-    await settledDelivery(run, queue, name, delivery, id, messages, metrics, result);
-  } finally {
-    live.set(queue.name, (live.get(queue.name) ?? 1) - 1);
-  }
-}
 
-/** Delivers a batch's messages, then settles them and queues what follows (its retry, a batch for messages left waiting). */
-async function settledDelivery(
-  run: RunContext,
-  queue: SimQueue,
-  name: string,
-  delivery: number,
-  id: string,
-  messages: readonly StoredMessage[],
-  metrics: Record<string, unknown>,
-  result: BatchResult,
-): Promise<void> {
-  const consumer = queue.consumer;
-  if (!consumer) return;
-  const { engine } = run;
   await run.deliver(id, {
     worker: consumer.worker,
     work: `batch of queue ${queue.name}`,
@@ -577,7 +518,6 @@ async function settledDelivery(
       kind: "redelivery",
       invocation: `${name}#${delivery + 1}`,
       ...consumerLimit(queue),
-      footprint: () => (result.retriedLater ? undefined : startFootprint(run, queue)),
       run: (context) => deliverLeased(context, queue, name, delivery + 1),
     });
   }
@@ -637,8 +577,6 @@ class BatchResult {
   retryAll: { delaySeconds: number | undefined } | undefined;
   /** Set when the ack effect ran: the queue heard the batch's outcome. */
   reported = false;
-  /** Set when a message was retried with a delay: the batch's retry waits for it. */
-  retriedLater = false;
 }
 
 function messageBatch(
@@ -711,7 +649,6 @@ function settle(
       const delay =
         (explicit ? result.retries.get(m.id) : undefined) ?? result.retryAll?.delaySeconds ?? retryDelay ?? 0;
       retried.push([m.seq, run.nowMs() + delay * 1000]);
-      if (delay > 0) result.retriedLater = true;
     }
   }
   const { engine } = run;

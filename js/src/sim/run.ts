@@ -25,7 +25,7 @@
 
 import { stripVTControlCharacters } from "node:util";
 import type { OutboundRequest } from "../cloudflare.ts";
-import { DELIVERY_ORDER, type SimEvent } from "../drivers/event.ts";
+import type { SimEvent } from "../drivers/event.ts";
 import {
   CLOCK_START_MS,
   Decision,
@@ -572,11 +572,15 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       const timer = this.timerStep(later);
       if (timer) steps.push(timer);
       if (this.tasks < this.concurrency) {
-        const startable = this.startable(later);
-        if (index !== undefined && (later === undefined || (steps.length === 0 && !startable))) {
+        const work = this.pending.find(
+          (w) =>
+            (!w.limit || (this.groupTasks.get(w.limit.group) ?? 0) < w.limit.max) &&
+            (later === undefined || dueBy(w, later)),
+        );
+        if (index !== undefined && (later === undefined || (steps.length === 0 && !work))) {
           steps.push(this.eventStep(index, () => next++));
         }
-        if (startable) steps.push(this.platformStep(startable.work, startable.settled));
+        if (work) steps.push(this.platformStep(work));
       }
       if (steps.length === 0) return;
       let chosen: number;
@@ -680,10 +684,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    * neither its own nor one of a callee working on its call (a binding call takes no time, so a
    * deadline raced against it never wins), as `drive` fires timers only when nothing is parked.
    * A call already under way, a script answering it, may wait on timers.
-   * A timer set for later moves the run's clock, which every step reads: its footprint is
-   * empty, so it is ordered against every other step. One set once for no delay (`setTimeout(f, 0)`)
-   * fires at the time it was set, which its invocation's later steps are past, and wakes only
-   * that invocation's code.
+   * What the woken code touches until its next effect is unknown, and the clock it moves is
+   * shared: its footprint is empty, so it is ordered against every other step.
    */
   private timerStep(beforeMs = Number.POSITIVE_INFINITY): Step | undefined {
     const timer = this.nextTimer(
@@ -696,7 +698,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       option: {
         label: `${timer.owner.id} timer of ${timer.delayMs} ms`,
         invocation: timer.owner.id,
-        footprint: timer.delayMs === 0 && !timer.repeat ? codeFootprint(timer.owner) : [],
+        footprint: [],
       },
       take: () => this.fireTimer(timer),
     };
@@ -722,40 +724,15 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     };
   }
 
-  /**
-   * The platform work an interleaved run may start next: the oldest its group's limit lets start
-   * (and due by `later`, when an event waits for that time). `settled` when no other step can
-   * put older work before it: no older work waits on its group's limit (the end of a batch that
-   * failed, a step whose footprint does not name the platform's work, may lift that limit), and
-   * no event waits for a time to come (a step that moves the clock may make older work due).
-   * Adding work never does: it goes after this one.
-   */
-  private startable(later: number | undefined): { work: PlatformWork; settled: boolean } | undefined {
-    let held = false;
-    for (const work of this.pending) {
-      if (work.limit && (this.groupTasks.get(work.limit.group) ?? 0) >= work.limit.max) {
-        held = true;
-        continue;
-      }
-      if (later !== undefined && !dueBy(work, later)) continue;
-      return { work, settled: !held && later === undefined };
-    }
-    return undefined;
-  }
-
-  /** Starting a piece of platform work (a queue batch, an alarm). */
-  private platformStep(work: PlatformWork, settled: boolean): Step {
+  /** Starting the oldest piece of platform work its group's limit lets start (a queue batch, an alarm). */
+  private platformStep(work: PlatformWork): Step {
     const n = (this.platformCounts.get(work.kind) ?? 0) + 1;
     const id = `${work.kind}-${n}`;
     const invocation = work.invocation ?? `${id}#1`;
-    // Platform work reads the state it works on as it starts (a queue's messages, an alarm's
-    // time), and takes one of the run's places for invocations, as a driver's event does: the
-    // work says what that state is when it knows, else, or when another step could put older
-    // work in its place, the footprint is unknown.
-    const touches = settled ? work.footprint?.() : undefined;
-    const footprint = touches === undefined ? [] : [...touches, ...DELIVERY_ORDER];
     return {
-      option: { label: `deliver ${invocation}`, invocation, footprint },
+      // Platform work reads the state it works on as it starts (a queue's messages, an alarm's
+      // time): unknown footprint.
+      option: { label: `deliver ${invocation}`, invocation, footprint: [] },
       take: () => {
         this.pending.splice(this.pending.indexOf(work), 1);
         this.countPlatformWork();
