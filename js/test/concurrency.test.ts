@@ -326,8 +326,8 @@ const SMALL = [
   example("seats-race/seats.sim.ts"),
   example("seats-race/seats.fixed.sim.ts"),
   ...RACES.flatMap(({ bug, fix }) => [bug, fix]),
-  // A queue batch starts without waiting on the other invocations' calls to D1, and so does an
-  // alarm set for now.
+  // Platform work started between other invocations' calls: a queue batch, an alarm set for
+  // now, an alarm's retry.
   fixture("queue-mail/mail.sim.ts"),
   fixture("queue-mail/mail.fixed.sim.ts"),
   fixture("alarm-now/outbox.sim.ts"),
