@@ -8,7 +8,7 @@ import type { CheckResult } from "./check.ts";
 import { shown } from "./errors.ts";
 import type { CheckWarning } from "./explore.ts";
 import { faultName } from "./faults.ts";
-import { notAsPrintedParagraph, parseStep } from "./trace.ts";
+import { notAsPrintedParagraph, parseStep, UNCAUGHT } from "./trace.ts";
 
 /** The interleaving a report lists at most; `--trace` shows a run whole. */
 const INTERLEAVING_LINES_MAX = 32;
@@ -107,9 +107,7 @@ function interleaving(result: Extract<CheckResult, { verdict: "VIOLATED" }>): st
   const answeredForThrowing = new Set(
     result.trace.flatMap((line) => {
       const step = parseStep(line);
-      return step.kind === "outcome" &&
-        step.what === "answered" &&
-        step.detail.includes("the exception was uncaught")
+      return step.kind === "outcome" && step.what === "answered" && step.detail.includes(UNCAUGHT)
         ? [step.invocation]
         : [];
     }),
@@ -135,9 +133,7 @@ function interleaving(result: Extract<CheckResult, { verdict: "VIOLATED" }>): st
     // A 500 for an uncaught exception is said with the exception, below.
     if (step.kind === "outcome" && step.what === "answered") {
       const status = /^\d+/.exec(step.detail)?.[0] ?? step.detail;
-      return step.detail.includes("the exception was uncaught")
-        ? []
-        : [`${step.invocation} answered ${status}`];
+      return step.detail.includes(UNCAUGHT) ? [] : [`${step.invocation} answered ${status}`];
     }
     // Platform work (an alarm, a cron tick) answers no one: its end says it went no further.
     if (step.kind === "outcome" && step.what === "finished" && !step.invocation.includes("/")) {

@@ -151,6 +151,9 @@ const SCHEDULED = "schedule: ";
  */
 export const FINAL_STATE = "the run is over: the invariants read the final state";
 
+/** Why a request was answered 500 when its handler threw, as the http driver traces it. */
+export const UNCAUGHT = "the exception was uncaught";
+
 /**
  * The trace as an indented listing, one step per line (a D1 statement takes two or three).
  *

@@ -59,8 +59,10 @@ const UNREPEATABLE_KEYWORDS: [&str; 4] = [
 /// Whether SQL names a word of `words` (case-insensitive, whole words, quoted text included:
 /// a false alarm only ends the prefix early).
 pub(super) fn mentions(sql: &str, words: &[&str]) -> bool {
-    sql.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .any(|word| words.iter().any(|w| word.eq_ignore_ascii_case(w)))
+    super::words(sql).any(|(start, end)| {
+        let word = &sql[start..end];
+        words.iter().any(|w| word.eq_ignore_ascii_case(w))
+    })
 }
 
 /// Whether SQL may call a function of `functions`: one of them named as a whole word and not

@@ -8,6 +8,7 @@ import type { HttpDriver, HttpRequestSpec, ResendStatus } from "../cloudflare.ts
 import { CLOCK_START_MS } from "../engine.ts";
 import { type RunContext, statusMatches } from "../sim/context.ts";
 import { callHandler } from "../sim/handlers.ts";
+import { UNCAUGHT } from "../trace.ts";
 import { DELIVERY_ORDER, type SimEvent } from "./event.ts";
 
 export function httpEvents(driver: HttpDriver, first: number): SimEvent[] {
@@ -58,8 +59,7 @@ async function deliverRequest(
       outcome.kind === "returned"
         ? (outcome.value as { status: number; body: string })
         : { status: outcome.kind === "threw" ? 500 : 0, body: "" };
-    if (outcome.kind === "threw" && run.tracing)
-      run.trace(`${invocation} answered 500: the exception was uncaught`);
+    if (outcome.kind === "threw" && run.tracing) run.trace(`${invocation} answered 500: ${UNCAUGHT}`);
     const resends = delivery <= retries && (status === 0 || resendOn.some((on) => statusMatches(status, on)));
     const resent = resends && run.engine.redeliver(index, delivery + 1);
     const unfinished = resends && !resent;

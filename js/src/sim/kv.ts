@@ -24,10 +24,11 @@
  * Eventual consistency is explored, not ignored: `get`, `getWithMetadata` and `list` offer the
  * engine a transient alternative, a stale read, which answers with what each key held before
  * its most recent write. It is offered only where a stale answer can differ: a key was written
- * less than 60 s ago (virtual clock), or the read's `cacheTtl` if longer, by another request. A request reads its own writes (it runs
- * in one location, where writes are visible at once); a callee hosted by an RPC runs beside its
- * caller and counts as the same request. `put` and `delete` offer a transient
- * `KV PUT failed: 429 Too Many Requests` where the key was written less than a second before.
+ * less than 60 s ago (virtual clock), or the read's `cacheTtl` if longer, by another request. A
+ * request reads its own writes (it runs in one location, where writes are visible at once); a
+ * callee hosted by an RPC runs beside its caller and counts as the same request. `put` and
+ * `delete` offer a transient `KV PUT failed: 429 Too Many Requests` where the key was written
+ * less than a second before.
  */
 
 import type { Engine, FootprintEntry } from "../engine.ts";
@@ -424,7 +425,7 @@ class SimKvNamespace {
   }
 
   /** A row's entry as this read sees it, or undefined when the key reads as absent. */
-  private entryOf(row: readonly unknown[], stale: boolean, windowMs = STALE_WINDOW_MS): Entry | undefined {
+  private entryOf(row: readonly unknown[], stale: boolean, windowMs: number): Entry | undefined {
     const nowMs = this.run.nowMs();
     const [, present, value, metadata, expiration, prevPresent, prevValue, prevMetadata, prevExpiration] =
       row;
