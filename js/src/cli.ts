@@ -13,9 +13,9 @@ import { closest } from "./closest.ts";
 import { colorEnabled, paintVerdict } from "./color.ts";
 import { ExitCode, InputError, SimulationError, shown } from "./errors.ts";
 import { renderHtml } from "./html.ts";
-import { renderJunit, renderJunitError } from "./junit.ts";
+import { renderJunit, renderJunitError, renderMergedJunit } from "./junit.ts";
 import { BUDGET_MS_MAX, loadScenario, SCENARIO_FILE } from "./load/scenario.ts";
-import { type MergedResult, mergeResults } from "./merge.ts";
+import { type MergedResult, mergeResults, shortfall } from "./merge.ts";
 import { checkParallel, renderParallelReport, WORKERS_MAX } from "./parallel.ts";
 import { progressLine } from "./progress.ts";
 import { describeBounds, REDUCTION_CAVEAT, renderReport, renderWarnings } from "./report.ts";
@@ -111,7 +111,8 @@ function usage(): string {
     "",
     "merge reads the --json results of the shards of one check (--shard I/N on each machine of a",
     "CI matrix) and prints the one verdict they make together: VIOLATED if any shard found a",
-    "violation, BOUNDED only if every shard ran and is BOUNDED, INCOMPLETE otherwise.",
+    "violation, BOUNDED only if every shard ran and is BOUNDED, INCOMPLETE otherwise; --junit",
+    "writes that verdict's JUnit report.",
     "",
     "Options:",
     ...options,
@@ -157,7 +158,7 @@ const COMMANDS = ["check", "replay", "merge"] as const;
 const SYNOPSIS = [
   "Usage: eutaxy check <scenario.sim.ts> [options]",
   "       eutaxy replay <scenario.sim.ts> <RUN_SEED> [options]",
-  "       eutaxy merge <result.json>... [--json]",
+  "       eutaxy merge <result.json>... [--json] [--junit FILE]",
 ];
 
 /** What a command line asks for, once read and checked. */
@@ -420,27 +421,67 @@ async function run({ command, scenario, options, workers, values }: Request): Pr
 }
 
 /** `eutaxy merge`: one verdict from the --json results of a check's shards. */
-function merge(files: readonly string[], values: Values): number {
+async function merge(files: readonly string[], values: Values): Promise<number> {
   if (files.length === 0) {
     return usageError("merge needs the --json results of the shards: eutaxy merge <result.json>...");
   }
-  const ignored = Object.keys(values).filter((name) => name !== "json");
-  if (ignored.length > 0) return usageError(`merge takes only --json, not --${ignored[0]}`);
+  const ignored = Object.keys(values).filter((name) => name !== "json" && name !== "junit");
+  if (ignored.length > 0) return usageError(`merge takes only --json and --junit, not --${ignored[0]}`);
+  if (values.junit === "") return usageError("--junit needs the path of the file to write");
+  const why = values.junit === undefined ? undefined : unwritable(values.junit);
+  if (why !== undefined && values.junit !== undefined) {
+    process.stderr.write(`eutaxy: ${shown(values.junit)}: cannot write the --junit report (${why})\n`);
+    return ExitCode.BadInput;
+  }
+  let merged: MergedResult;
   try {
     const results = files.map((file) => readResult(file));
-    const merged = mergeResults(results, files);
-    if (values.json) {
-      process.stdout.write(`${JSON.stringify({ schema: "eutaxy.check/1", ...merged }, null, 2)}\n`);
-    } else {
-      process.stdout.write(`${renderMerged(merged)}\n`);
-    }
-    return exitCodeOf(merged as CheckResult);
+    merged = mergeResults(results, files);
   } catch (error) {
     if (error instanceof InputError) {
       process.stderr.write(`eutaxy: ${error.message}\n`);
+      // As a check that cannot run does: the CI shows the message, not "no test results".
+      const report = renderJunitError(files[0] as string, "BAD_INPUT", error.message);
+      if (values.junit !== undefined && !writeReport(values.junit, "--junit", report))
+        return ExitCode.BadInput;
       return error.exitCode;
     }
     return internalError(error);
+  }
+  try {
+    const report = renderMerged(merged);
+    if (values.json) {
+      process.stdout.write(`${JSON.stringify({ schema: "eutaxy.check/1", ...merged }, null, 2)}\n`);
+    } else {
+      process.stdout.write(`${report}\n`);
+    }
+    if (values.junit !== undefined) {
+      const xml = renderMergedJunit(
+        merged,
+        await invariantNames(merged.file),
+        merged.verdict === "VIOLATED" ? renderReport(merged) : report,
+        (runSeed) => `eutaxy replay ${shown(merged.file)} ${runSeed}`,
+      );
+      if (!writeReport(values.junit, "--junit", xml)) return ExitCode.BadInput;
+    }
+  } catch (error) {
+    return internalError(error);
+  }
+  return exitCodeOf(merged as CheckResult);
+}
+
+/**
+ * The scenario's invariants, for one testcase each, when the merging machine has the scenario
+ * (a CI job that checked the project out); without it, the report has the testcases the results
+ * name (the broken invariant, or one for all of them).
+ */
+async function invariantNames(file: string): Promise<string[]> {
+  try {
+    const { scenario } = await loadScenario(file);
+    return scenario.invariants.map((invariant) => invariant.name);
+  } catch (error) {
+    if (error instanceof InputError || error instanceof SimulationError) return [];
+    throw error;
   }
 }
 
@@ -483,18 +524,10 @@ function renderMerged(merged: MergedResult): string {
       ...renderWarnings(merged),
     ].join("\n");
   }
-  const shards = (indexes: readonly number[]) =>
-    `shard${indexes.length === 1 ? "" : "s"} ${indexes.map((i) => `${i + 1}/${merged.shards}`).join(", ")}`;
-  const why =
-    merged.reason === "answers"
-      ? `${shards(merged.unsplit ?? [])} saw no module-level variable change, which the others saw, so ${merged.unsplit?.length === 1 ? "it" : "they"} explored with the answers of plain Workers' calls coming with the calls: run the check unsharded`
-      : merged.missing.length > 0
-        ? `${shards(merged.missing)} missing`
-        : `a shard ran out of its ${merged.reason === "budget" ? "budget" : "run limit"}`;
   return [
     head,
     "",
-    `Not every schedule within the bounds ran (${why}); no invariant broke in those that did, but this is not a proof.`,
+    `Not every schedule within the bounds ran (${shortfall(merged)}); no invariant broke in those that did, but this is not a proof.`,
     ...renderWarnings(merged),
   ].join("\n");
 }

@@ -18,10 +18,15 @@
  *   <failure>, an assertion that did not hold.
  * - A check that could not run at all (bad input, a Worker escaping the simulation): one
  *   testcase, `check`, with an <error>, so the CI shows the message instead of "no test results".
+ *
+ * `eutaxy merge --junit` writes the same report for the verdict its shards make together: a
+ * shard's VIOLATED as that shard's check would, BOUNDED and INCOMPLETE (a shard missing, one out
+ * of budget) with the merged report.
  */
 
 import type { CheckResult } from "./check.ts";
 import { shown } from "./errors.ts";
+import { type MergedResult, shortfall } from "./merge.ts";
 import { plural, renderReport } from "./report.ts";
 
 /** A testcase's outcome: passed when none of these. */
@@ -56,14 +61,7 @@ export function renderJunit(
   stepByStep: (runSeed: string) => string,
 ): string {
   const names = invariants.length > 0 ? invariants : ["invariants"];
-  const properties: [string, string][] = [
-    ["verdict", result.verdict],
-    ["seed", result.seed],
-    ["maxFaultsPerRun", String(result.bounds.maxFaultsPerRun)],
-    ["maxRedeliveries", String(result.bounds.maxRedeliveries)],
-    ["maxConcurrentInvocations", String(result.bounds.maxConcurrentInvocations)],
-    ["budgetMs", String(result.bounds.budgetMs)],
-  ];
+  const properties = headerProperties(result);
   if ("runs" in result) properties.push(["runs", String(result.runs)]);
   if ("runSeed" in result) properties.push(["runSeed", result.runSeed]);
   const report = renderReport(result);
@@ -114,6 +112,56 @@ export function renderJunit(
     cases,
     out: result.verdict === "VIOLATED" ? undefined : report,
   });
+}
+
+/**
+ * The report of shards merged (`eutaxy merge`); `report` is what the merge printed. Missing
+ * shards and a shard out of its budget are <error>s, as an INCOMPLETE check's are.
+ */
+export function renderMergedJunit(
+  merged: MergedResult,
+  invariants: readonly string[],
+  report: string,
+  stepByStep: (runSeed: string) => string,
+): string {
+  if (merged.verdict === "VIOLATED") {
+    return renderJunit(merged, invariants.length > 0 ? invariants : [merged.invariant], stepByStep);
+  }
+  const names = invariants.length > 0 ? invariants : ["invariants"];
+  const properties: [string, string][] = [
+    ...headerProperties(merged),
+    ["runs", String(merged.runs)],
+    ["shards", String(merged.shards)],
+  ];
+  const outcome: Outcome | undefined =
+    merged.verdict === "INCOMPLETE"
+      ? {
+          kind: "error",
+          type: "INCOMPLETE",
+          message: `INCOMPLETE: not every schedule within the bounds ran (${shortfall(merged)}); no invariant broke in those that did`,
+          body: report,
+        }
+      : undefined;
+  return document({
+    name: merged.scenario,
+    file: shown(merged.file),
+    timeMs: merged.elapsedMs,
+    properties,
+    cases: names.map((name) => ({ name, outcome })),
+    out: report,
+  });
+}
+
+/** What every report says of the check: its verdict, seed and bounds. */
+function headerProperties(result: CheckResult | MergedResult): [string, string][] {
+  return [
+    ["verdict", result.verdict],
+    ["seed", result.seed],
+    ["maxFaultsPerRun", String(result.bounds.maxFaultsPerRun)],
+    ["maxRedeliveries", String(result.bounds.maxRedeliveries)],
+    ["maxConcurrentInvocations", String(result.bounds.maxConcurrentInvocations)],
+    ["budgetMs", String(result.bounds.budgetMs)],
+  ];
 }
 
 /** The report of a check that could not run: one `check` testcase with the error. */

@@ -179,3 +179,15 @@ export function mergeResults(results: readonly ShardedResult[], files: readonly 
     missing,
   };
 }
+
+/** Why a merged INCOMPLETE is not BOUNDED, as its report and its JUnit report word it. */
+export function shortfall(merged: Extract<MergedResult, { verdict: "INCOMPLETE" }>): string {
+  const shards = (indexes: readonly number[]) =>
+    `shard${indexes.length === 1 ? "" : "s"} ${indexes.map((i) => `${i + 1}/${merged.shards}`).join(", ")}`;
+  if (merged.reason === "answers") {
+    const they = merged.unsplit?.length === 1 ? "it" : "they";
+    return `${shards(merged.unsplit ?? [])} saw no module-level variable change, which the others saw, so ${they} explored with the answers of plain Workers' calls coming with the calls: run the check unsharded`;
+  }
+  if (merged.missing.length > 0) return `${shards(merged.missing)} missing`;
+  return `a shard ran out of its ${merged.reason === "budget" ? "budget" : "run limit"}`;
+}

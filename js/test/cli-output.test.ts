@@ -5,7 +5,7 @@
  */
 
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
@@ -236,6 +236,71 @@ describe("--junit", () => {
     const error = child(child(suite, "testcase") as XmlElement, "error") as XmlElement;
     expect(error.attrs.type).toBe("BAD_INPUT");
     expect(error.attrs.message).toMatch(/nope\.sim\.ts: no such file/);
+  });
+
+  /** The `--json` results of the scenario's shards 1/n to n/n, as a CI matrix's jobs keep them. */
+  function shardResults(scenario: string, count: number): string[] {
+    return Array.from({ length: count }, (_, i) => {
+      const run = eutaxy(["check", scenario, "--shard", `${i + 1}/${count}`, "--json"]);
+      expect([0, 1]).toContain(run.code);
+      const file = join(dir, `${scenario.replace(/\W/g, "")}-${i + 1}.json`);
+      writeFileSync(file, run.stdout);
+      return file;
+    });
+  }
+
+  it("reports the verdict of merged shards: BOUNDED passing, a missing shard as an error naming it", () => {
+    const files = shardResults("./checkout.fixed.sim.ts", 2);
+    const { code, suite, stdout } = junit(["merge", ...files], "merged.xml");
+    expect(code).toBe(0);
+    expect(stdout.split("\n")[0]).toBe("BOUNDED  checkout-fixed  (seed checkout-fixed), 2 shards merged");
+    expect(suite.attrs).toMatchObject({ name: "checkout-fixed", tests: "1", failures: "0", errors: "0" });
+    const testcase = child(suite, "testcase") as XmlElement;
+    expect(testcase.attrs.name).toBe("one-charge-per-order");
+    expect(testcase.children).toEqual([]);
+    const properties = (child(suite, "properties") as XmlElement).children.map((p) => [
+      p.attrs.name,
+      p.attrs.value,
+    ]);
+    expect(properties).toContainEqual(["verdict", "BOUNDED"]);
+    expect(properties).toContainEqual(["shards", "2"]);
+
+    const partial = junit(["merge", files[0] as string], "partial.xml");
+    expect(partial.code).toBe(3);
+    const error = child(child(partial.suite, "testcase") as XmlElement, "error") as XmlElement;
+    expect(error.attrs.type).toBe("INCOMPLETE");
+    expect(error.attrs.message).toMatch(/\(shard 2\/2 missing\); no invariant broke/);
+
+    const path = join(dir, "unmerged.xml");
+    expect(eutaxy(["merge", "./nope.json", "--junit", path]).code).toBe(2);
+    const bad = child(child(parseXml(readFileSync(path, "utf8")), "testsuite") as XmlElement, "testcase");
+    expect(child(bad as XmlElement, "error")?.attrs).toMatchObject({
+      type: "BAD_INPUT",
+      message: "./nope.json: no such file",
+    });
+  });
+
+  it("reports merged shards' VIOLATED as the violating shard's check does, with its replay command", () => {
+    const files = shardResults("./checkout.sim.ts", 2);
+    const { code, suite, stdout } = junit(["merge", ...files], "merged-violated.xml");
+    expect(code).toBe(1);
+    const failure = child(child(suite, "testcase") as XmlElement, "failure") as XmlElement;
+    expect(failure.attrs.message).toBe('2 rows of charges in D1:payments/DB share order_id = "o-2"');
+    const runSeed = /run seed (\S+)\)/.exec(stdout)?.[1] as string;
+    expect(failure.text).toContain(`eutaxy replay checkout.sim.ts ${runSeed}`);
+    // Merged where the scenario is not at hand (a job that only downloaded the results), the
+    // broken invariant is still the one testcase.
+    const moved = files.map((file) => {
+      const result = JSON.parse(readFileSync(file, "utf8"));
+      const away = `${file}.away.json`;
+      writeFileSync(away, JSON.stringify({ ...result, file: join(dir, "gone", "checkout.sim.ts") }));
+      return away;
+    });
+    const elsewhere = eutaxy(["merge", ...moved, "--junit", join(dir, "elsewhere.xml")]);
+    expect(elsewhere.code).toBe(1);
+    const away = child(parseXml(readFileSync(join(dir, "elsewhere.xml"), "utf8")), "testsuite") as XmlElement;
+    expect(away.attrs).toMatchObject({ tests: "1", failures: "1", skipped: "0" });
+    expect((child(away, "testcase") as XmlElement).attrs.name).toBe("one-charge-per-order");
   });
 
   it("exits 2 naming a report file it cannot write, before checking and printing anything", () => {

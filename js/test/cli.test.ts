@@ -395,7 +395,7 @@ describe("a mistake in the command line is one line, not the help page", () => {
       [
         "Usage: eutaxy check <scenario.sim.ts> [options]",
         "       eutaxy replay <scenario.sim.ts> <RUN_SEED> [options]",
-        "       eutaxy merge <result.json>... [--json]",
+        "       eutaxy merge <result.json>... [--json] [--junit FILE]",
         "eutaxy --help lists the options and exit codes.",
         "",
       ].join("\n"),
