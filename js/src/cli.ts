@@ -459,7 +459,7 @@ async function merge(files: readonly string[], values: Values): Promise<number> 
       const xml = renderMergedJunit(
         merged,
         await invariantNames(merged.file),
-        merged.verdict === "VIOLATED" ? renderReport(merged) : report,
+        report,
         (runSeed) => `eutaxy replay ${shown(merged.file)} ${runSeed}`,
       );
       if (!writeReport(values.junit, "--junit", xml)) return ExitCode.BadInput;
