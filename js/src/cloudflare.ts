@@ -73,6 +73,23 @@ export interface D1SchemaStep {
   readonly file: string;
 }
 
+/** A key's value and metadata as `put(key, value, { metadata })` would write them. */
+export interface KvEntry {
+  readonly value: string;
+  readonly metadata?: unknown;
+}
+
+/**
+ * Writes keys to a KV binding before every run, as a namespace the Workers find already
+ * written long before (no read of them is stale).
+ */
+export interface KvEntriesStep {
+  readonly kind: "kvEntries";
+  /** The binding: `CACHE` for the scenario's Worker, `<worker name>/CACHE` for a callee's. */
+  readonly namespace: string;
+  readonly entries: Readonly<Record<string, string | KvEntry>>;
+}
+
 /**
  * Scripted answers for the Workers' outbound `fetch`: URL prefix → handler. A fetch no handler
  * answers stops the check: the simulation never reaches the network.
@@ -97,6 +114,7 @@ export type SetupStep<Worker extends WorkerSpec = WorkerSpec> =
   | ConsumerStep<Worker>
   | ServiceStep
   | D1SchemaStep
+  | KvEntriesStep
   | OutboundStep
   | SecretsStep;
 
@@ -307,6 +325,17 @@ export function service(binding: string, handlers: ServiceHandlers): ServiceStep
  */
 export function d1Schema(db: string, file: string): D1SchemaStep {
   return { kind: "d1Schema", db, file };
+}
+
+/**
+ * Writes each key of `entries` to KV binding `namespace` (`CACHE`, or `<worker>/CACHE` for a
+ * callee's) before every run: a string value, or `{ value, metadata }`.
+ */
+export function kvEntries(
+  namespace: string,
+  entries: Readonly<Record<string, string | KvEntry>>,
+): KvEntriesStep {
+  return { kind: "kvEntries", namespace, entries };
 }
 
 /** The rows of `table` in D1 binding `db`, for an invariant. */

@@ -23,13 +23,13 @@ import type { ClientResponse } from "./sim/context.ts";
 import { finalState, hostViolation } from "./sim/final-state.ts";
 import { activate, notSimulatedMessage, real } from "./sim/globals.ts";
 import { hasHandler, namedEntrypoints } from "./sim/handlers.ts";
-import { KV_SCHEMA } from "./sim/kv.ts";
+import { KV_SCHEMA, kvEntriesSql } from "./sim/kv.ts";
 import { withAnyMigrationsHint, withMigrationsHint } from "./sim/migrations-hint.ts";
 import { GLOBAL_SCOPE, refusedAtImport } from "./sim/outbound.ts";
 import { QUEUE_SCHEMA } from "./sim/queues.ts";
 import { loggedText, Run } from "./sim/run.ts";
 import { runtimeModules } from "./sim/runtime-modules.ts";
-import { d1Store } from "./sim/store-names.ts";
+import { d1Store, kvStoreOf } from "./sim/store-names.ts";
 import type { SimWorker, World } from "./sim/world.ts";
 import { FINAL_STATE, notAsPrinted } from "./trace.ts";
 
@@ -588,6 +588,10 @@ function setUpStores(
     engine.d1Setup(queue.store, QUEUE_SCHEMA);
   }
   for (const step of world.scenario.setup ?? []) {
+    if (step.kind === "kvEntries") {
+      engine.d1Setup(kvStoreOf(world.workers, step.namespace) ?? step.namespace, kvEntriesSql(step.entries));
+      continue;
+    }
     if (step.kind !== "d1Schema") continue;
     const files = schemas.get(step.file);
     if (files === undefined) {

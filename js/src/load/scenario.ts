@@ -18,6 +18,7 @@ import type {
   Driver,
   HttpRequestSpec,
   Invariant,
+  KvEntriesStep,
   OutboundHandlers,
   ResendStatus,
   Scenario,
@@ -447,12 +448,34 @@ function readSetup(scenario: Fields, dir: string): SetupStep<WorkerFiles>[] {
     const step = new Fields(
       item.fields,
       item.at,
-      `${item.at}: ${item.kind("callee", "consumer", "service", "d1Schema", "outbound", "secrets")}`,
+      `${item.at}: ${item.kind("callee", "consumer", "service", "d1Schema", "kvEntries", "outbound", "secrets")}`,
     );
     if (step.fields.kind === "d1Schema") {
       step.only("kind", "db", "file");
       const file = step.fileOrFolder("file", dir);
       return { kind: "d1Schema", db: step.string("db"), file } satisfies D1SchemaStep;
+    }
+    if (step.fields.kind === "kvEntries") {
+      step.only("kind", "namespace", "entries");
+      const entries = step.object("entries");
+      for (const [key, entry] of Object.entries(entries.fields)) {
+        const at = entries.path(key);
+        if (typeof entry === "string") continue;
+        if (
+          typeof entry !== "object" ||
+          entry === null ||
+          typeof (entry as { value?: unknown }).value !== "string"
+        ) {
+          invalid(`${at} must be a string, or { value, metadata } with a string value`);
+        }
+        const extra = Object.keys(entry).find((name) => name !== "value" && name !== "metadata");
+        if (extra !== undefined) invalid(`${at}.${extra}: an entry has only value and metadata`);
+      }
+      return {
+        kind: "kvEntries",
+        namespace: step.string("namespace"),
+        entries: entries.fields as KvEntriesStep["entries"],
+      } satisfies KvEntriesStep;
     }
     if (step.fields.kind === "outbound") {
       step.only("kind", "handlers");

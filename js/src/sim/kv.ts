@@ -31,6 +31,7 @@
  * less than a second before.
  */
 
+import type { KvEntry } from "../cloudflare.ts";
 import type { Engine, FootprintEntry } from "../engine.ts";
 import type { RunContext } from "./context.ts";
 import type { EffectOptions, EffectScope } from "./effect-scope.ts";
@@ -59,10 +60,28 @@ export const KV_SCHEMA = `CREATE TABLE kv (
   written_by TEXT NOT NULL
 )`;
 
+/**
+ * The SQL that writes a `kvEntries` step's keys to a namespace's store before the runs: present,
+ * with nothing before them, written by `setup` at the earliest time there is, so that no read
+ * in a run is stale. Texts go in as UTF-8 bytes cast to TEXT, which any text survives.
+ */
+export function kvEntriesSql(entries: Readonly<Record<string, string | KvEntry>>): string {
+  const hex = (value: string) =>
+    Array.from(new TextEncoder().encode(value), (byte) => byte.toString(16).padStart(2, "0")).join("");
+  const text = (value: string) => `CAST(X'${hex(value)}' AS TEXT)`;
+  return Object.entries(entries)
+    .map(([key, entry]) => {
+      const { value, metadata } = typeof entry === "string" ? { value: entry, metadata: undefined } : entry;
+      const meta = metadata === undefined ? "NULL" : text(JSON.stringify(metadata));
+      return `INSERT OR REPLACE INTO kv VALUES (${text(key)}, 1, ${text(value)}, ${meta}, NULL, 0, NULL, NULL, NULL, ${Number.MIN_SAFE_INTEGER}, 'setup');`;
+    })
+    .join("\n");
+}
+
 /** Limits from the docs' "Limits" page, in bytes, seconds and keys. */
-const KEY_BYTES_MAX = 512;
+export const KEY_BYTES_MAX = 512;
 const VALUE_BYTES_MAX = 25 * 1024 * 1024;
-const METADATA_BYTES_MAX = 1024;
+export const METADATA_BYTES_MAX = 1024;
 const EXPIRATION_TTL_MIN = 60;
 const LIST_LIMIT_MAX = 1000;
 const BULK_KEYS_MAX = 100;

@@ -24,6 +24,13 @@ export function d1StoreOf(workers: readonly SimWorker[], db: string): string | u
   return spec?.kind === "d1" ? spec.store : undefined;
 }
 
+/** The store KV binding `namespace` reaches, or undefined when no Worker of the scenario has it. */
+export function kvStoreOf(workers: readonly SimWorker[], namespace: string): string | undefined {
+  const found = ownerOf(workers, namespace);
+  const spec = found?.[0].bindings.get(found[1]);
+  return spec?.kind === "kv" ? spec.store : undefined;
+}
+
 /** The store D1 binding `db` reaches, or `db` itself when no Worker of the scenario has it. */
 export function d1Store(workers: readonly SimWorker[], db: string): string {
   return d1StoreOf(workers, db) ?? db;

@@ -5,14 +5,22 @@
  * bad input, reported with the file it is in.
  */
 
-import type { Driver, OutboundHandlers, Scenario, ServiceHandlers, WorkerFiles } from "../cloudflare.ts";
+import type {
+  Driver,
+  KvEntriesStep,
+  OutboundHandlers,
+  Scenario,
+  ServiceHandlers,
+  WorkerFiles,
+} from "../cloudflare.ts";
 import { InputError, shown, shownConfig } from "../errors.ts";
 import { bundleWorker, type WorkerModule } from "../load/bundle.ts";
 import type { LoadedScenario } from "../load/scenario.ts";
 import type { D1DatabaseBinding, KvNamespaceBinding, QueueConsumer, WorkerConfig } from "../load/wrangler.ts";
 import { readDevVars, readWranglerConfig } from "../load/wrangler.ts";
 import { nodejsCompat } from "./compatibility.ts";
-import { bindingNames, d1Store, d1StoreOf, ownerOf } from "./store-names.ts";
+import { KEY_BYTES_MAX as KV_KEY_BYTES_MAX, METADATA_BYTES_MAX as KV_METADATA_BYTES_MAX } from "./kv.ts";
+import { bindingNames, d1Store, d1StoreOf, kvStoreOf, ownerOf } from "./store-names.ts";
 
 export type ServiceTarget =
   | {
@@ -183,7 +191,7 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
   const consumers: { readonly worker: SimWorker; readonly step: number }[] = [];
 
   for (const [i, step] of (scenario.setup ?? []).entries()) {
-    if (step.kind === "d1Schema") continue;
+    if (step.kind === "d1Schema" || step.kind === "kvEntries") continue;
     if (step.kind === "outbound") {
       outbound.push(step.handlers);
       continue;
@@ -319,6 +327,8 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
   };
   for (const [i, step] of (scenario.setup ?? []).entries()) {
     if (step.kind === "d1Schema") knownDb(step.db, `setup[${i}]: d1Schema("${step.db}")`);
+    if (step.kind === "kvEntries")
+      kvEntriesOf(file, `setup[${i}]: kvEntries("${step.namespace}")`, step, workers);
   }
   setUpOnce(file, scenario, workers, shared);
   for (const inv of scenario.invariants) {
@@ -328,6 +338,44 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
   declaredCrons(scenario, file, main);
 
   return { scenario, file, main, workers, databases, kvStores, queues, outbound };
+}
+
+/**
+ * A `kvEntries` step names a KV binding of the scenario's Workers, and writes what KV would take
+ * from `put`: keys of 1 to 512 bytes other than `.` and `..`, metadata of JSON up to 1024 bytes.
+ */
+function kvEntriesOf(file: string, what: string, step: KvEntriesStep, workers: readonly SimWorker[]): void {
+  if (kvStoreOf(workers, step.namespace) === undefined) {
+    const names = bindingNames(workers, "kv");
+    const known = names.length ? `the KV bindings are ${names.join(", ")}` : "no Worker binds KV";
+    throw new InputError(
+      file,
+      `${what} names KV binding "${step.namespace}", but no Worker in the scenario binds it; ${known}`,
+    );
+  }
+  for (const [key, entry] of Object.entries(step.entries)) {
+    const bytes = new TextEncoder().encode(key).length;
+    if (key === "" || key === "." || key === ".." || bytes > KV_KEY_BYTES_MAX) {
+      const why =
+        bytes > KV_KEY_BYTES_MAX
+          ? `is ${bytes} bytes long, over KV's ${KV_KEY_BYTES_MAX}`
+          : "is not a key KV accepts";
+      throw new InputError(file, `${what}: key ${JSON.stringify(key.slice(0, 40))} ${why}`);
+    }
+    if (typeof entry === "string" || entry.metadata === undefined) continue;
+    let json: string | undefined;
+    try {
+      json = JSON.stringify(entry.metadata);
+    } catch {
+      json = undefined;
+    }
+    if (json === undefined || new TextEncoder().encode(json).length > KV_METADATA_BYTES_MAX) {
+      throw new InputError(
+        file,
+        `${what}: the metadata of key ${JSON.stringify(key)} must serialize to JSON of at most ${KV_METADATA_BYTES_MAX} bytes`,
+      );
+    }
+  }
 }
 
 /**
