@@ -368,17 +368,7 @@ export async function main(argv: readonly string[]): Promise<number> {
 }
 
 async function run({ command, scenario, options, workers, values }: Request): Promise<number> {
-  // A report file that cannot be written is found before the check, not after it printed.
-  for (const [option, file] of [
-    ["--junit", values.junit],
-    ["--html", values.html],
-  ] as const) {
-    const why = file === undefined ? undefined : unwritable(file);
-    if (why !== undefined && file !== undefined) {
-      process.stderr.write(`eutaxy: ${shown(file)}: cannot write the ${option} report (${why})\n`);
-      return ExitCode.BadInput;
-    }
-  }
+  if (!reportsWritable(values)) return ExitCode.BadInput;
   const progress = progressLine(process.stderr);
   let result: CheckResult;
   try {
@@ -428,11 +418,7 @@ async function merge(files: readonly string[], values: Values): Promise<number> 
   const ignored = Object.keys(values).filter((name) => name !== "json" && name !== "junit");
   if (ignored.length > 0) return usageError(`merge takes only --json and --junit, not --${ignored[0]}`);
   if (values.junit === "") return usageError("--junit needs the path of the file to write");
-  const why = values.junit === undefined ? undefined : unwritable(values.junit);
-  if (why !== undefined && values.junit !== undefined) {
-    process.stderr.write(`eutaxy: ${shown(values.junit)}: cannot write the --junit report (${why})\n`);
-    return ExitCode.BadInput;
-  }
+  if (!reportsWritable(values)) return ExitCode.BadInput;
   let merged: MergedResult;
   try {
     const results = files.map((file) => readResult(file));
@@ -543,6 +529,24 @@ function output(command: Request["command"], result: CheckResult, values: Values
   lines[0] = paintVerdict(lines[0] as string, result.verdict, color);
   const counterexample = values.trace ? renderCounterexample(result) : undefined;
   return counterexample === undefined ? lines.join("\n") : `${lines.join("\n")}\n\n${counterexample}`;
+}
+
+/**
+ * Whether the report files asked for can be written, saying why not for the first that cannot:
+ * found before the check (or the merge), not after it printed.
+ */
+function reportsWritable(values: Values): boolean {
+  for (const [option, file] of [
+    ["--junit", values.junit],
+    ["--html", values.html],
+  ] as const) {
+    const why = file === undefined ? undefined : unwritable(file);
+    if (why !== undefined && file !== undefined) {
+      process.stderr.write(`eutaxy: ${shown(file)}: cannot write the ${option} report (${why})\n`);
+      return false;
+    }
+  }
+  return true;
 }
 
 /** Why `file` cannot be written (its folder missing or read-only, or it is a folder), if so. */

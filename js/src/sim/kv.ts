@@ -66,13 +66,12 @@ export const KV_SCHEMA = `CREATE TABLE kv (
  * in a run is stale. Texts go in as UTF-8 bytes cast to TEXT, which any text survives.
  */
 export function kvEntriesSql(entries: Readonly<Record<string, string | KvEntry>>): string {
-  const hex = (value: string) =>
-    Array.from(new TextEncoder().encode(value), (byte) => byte.toString(16).padStart(2, "0")).join("");
-  const text = (value: string) => `CAST(X'${hex(value)}' AS TEXT)`;
+  const text = (value: string) => `CAST(X'${Buffer.from(value, "utf8").toString("hex")}' AS TEXT)`;
   return Object.entries(entries)
     .map(([key, entry]) => {
       const { value, metadata } = typeof entry === "string" ? { value: entry, metadata: undefined } : entry;
-      const meta = metadata === undefined ? "NULL" : text(JSON.stringify(metadata));
+      const json = metadataJson(metadata);
+      const meta = json === null ? "NULL" : text(json);
       return `INSERT OR REPLACE INTO kv VALUES (${text(key)}, 1, ${text(value)}, ${meta}, NULL, 0, NULL, NULL, NULL, ${Number.MIN_SAFE_INTEGER}, 'setup');`;
     })
     .join("\n");
@@ -592,7 +591,7 @@ function parseMetadata(metadata: string | null): unknown {
 }
 
 /** Metadata as the header workerd sends: its JSON, or nothing for null and undefined. */
-function metadataJson(metadata: unknown): string | null {
+export function metadataJson(metadata: unknown): string | null {
   if (metadata === undefined || metadata === null) return null;
   const json = JSON.stringify(metadata);
   return json === undefined ? null : json;
@@ -742,7 +741,7 @@ function shownValue(value: string | Uint8Array): string {
   return JSON.stringify(text.length > 120 ? `${text.slice(0, 120)}…` : text);
 }
 
-function utf8Length(text: string): number {
+export function utf8Length(text: string): number {
   return Buffer.byteLength(text, "utf8");
 }
 

@@ -19,7 +19,12 @@ import type { LoadedScenario } from "../load/scenario.ts";
 import type { D1DatabaseBinding, KvNamespaceBinding, QueueConsumer, WorkerConfig } from "../load/wrangler.ts";
 import { readDevVars, readWranglerConfig } from "../load/wrangler.ts";
 import { nodejsCompat } from "./compatibility.ts";
-import { KEY_BYTES_MAX as KV_KEY_BYTES_MAX, METADATA_BYTES_MAX as KV_METADATA_BYTES_MAX } from "./kv.ts";
+import {
+  KEY_BYTES_MAX as KV_KEY_BYTES_MAX,
+  METADATA_BYTES_MAX as KV_METADATA_BYTES_MAX,
+  metadataJson,
+  utf8Length,
+} from "./kv.ts";
 import { bindingNames, d1Store, d1StoreOf, kvStoreOf, ownerOf } from "./store-names.ts";
 
 export type ServiceTarget =
@@ -354,7 +359,7 @@ function kvEntriesOf(file: string, what: string, step: KvEntriesStep, workers: r
     );
   }
   for (const [key, entry] of Object.entries(step.entries)) {
-    const bytes = new TextEncoder().encode(key).length;
+    const bytes = utf8Length(key);
     if (key === "" || key === "." || key === ".." || bytes > KV_KEY_BYTES_MAX) {
       const why =
         bytes > KV_KEY_BYTES_MAX
@@ -362,14 +367,15 @@ function kvEntriesOf(file: string, what: string, step: KvEntriesStep, workers: r
           : "is not a key KV accepts";
       throw new InputError(file, `${what}: key ${JSON.stringify(key.slice(0, 40))} ${why}`);
     }
-    if (typeof entry === "string" || entry.metadata === undefined) continue;
-    let json: string | undefined;
+    if (typeof entry === "string") continue;
+    let json: string | null | undefined;
     try {
-      json = JSON.stringify(entry.metadata);
+      json = metadataJson(entry.metadata);
     } catch {
+      // A cycle or a BigInt: what `put` would throw on.
       json = undefined;
     }
-    if (json === undefined || new TextEncoder().encode(json).length > KV_METADATA_BYTES_MAX) {
+    if (json === undefined || (json !== null && utf8Length(json) > KV_METADATA_BYTES_MAX)) {
       throw new InputError(
         file,
         `${what}: the metadata of key ${JSON.stringify(key)} must serialize to JSON of at most ${KV_METADATA_BYTES_MAX} bytes`,
