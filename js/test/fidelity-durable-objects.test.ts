@@ -11,6 +11,8 @@
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEngine, type Engine } from "../src/engine.ts";
+// The Node runtime's globals, as check() installs them (the iterator helpers on Node 20).
+import "../src/sim/node-globals.ts";
 import { SimDurableObjectStorage } from "../src/sim/durable-object-storage.ts";
 import { ObjectStore } from "../src/sim/durable-object-store.ts";
 import type { StorageHooks } from "../src/sim/durable-object-tables.ts";
@@ -99,6 +101,9 @@ function readCursor(cursor, read) {
   else if (read === "one") rows = cursor.one();
   else if (read === "raw") rows = [...cursor.raw()];
   else if (read === "next") rows = [cursor.next(), cursor.next()];
+  // The iterators workerd returns inherit the iterator helpers; raw() shares the cursor's place.
+  else if (read === "rawToArray") rows = [cursor.next(), cursor.raw().toArray(), cursor.raw() instanceof Iterator];
+  else if (read === "helpers") rows = cursor[Symbol.iterator]().filter((r) => r.id > 1).map((r) => r.name).toArray();
   return { rows, columnNames: cursor.columnNames, rowsRead: cursor.rowsRead, rowsWritten: cursor.rowsWritten };
 }
 
@@ -536,6 +541,8 @@ describe("Durable Object SQL storage fidelity against Miniflare", () => {
       sql("SELECT * FROM users ORDER BY id"),
       sql("SELECT id, name FROM users ORDER BY id", "raw"),
       sql("SELECT id, name FROM users ORDER BY id", "next"),
+      sql("SELECT id, name FROM users ORDER BY id", "rawToArray"),
+      sql("SELECT id, name FROM users ORDER BY id", "helpers"),
       sql("SELECT name FROM users WHERE id = ?", "one", [1]),
       sql("SELECT name FROM users WHERE id = ?", "one", [99]),
       sql("SELECT name FROM users", "one"),
@@ -551,6 +558,18 @@ describe("Durable Object SQL storage fidelity against Miniflare", () => {
       sql("SELECT ? AS half, typeof(?1) AS t", "one", [2.5]),
       { op: "databaseSize" },
     ]);
+    expect(outcomes[7]?.value).toMatchObject({
+      rows: [
+        { done: false, value: { id: 1, name: "Ada" } },
+        [
+          [2, "Grace"],
+          [3, "Alan"],
+          [4, "Barbara"],
+        ],
+        true,
+      ],
+    });
+    expect(outcomes[8]?.value).toMatchObject({ rows: ["Grace", "Alan", "Barbara"] });
     // What a user would check: BLOBs come back as ArrayBuffers, integers as numbers.
     expect(outcomes[4]?.value).toMatchObject({
       rows: [

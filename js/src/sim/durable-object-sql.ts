@@ -82,25 +82,14 @@ export class SimSqlCursor<T extends Row = Row> {
 
   /** The remaining rows as arrays, in column order; shares its position with the cursor. */
   raw<U extends SqlValue[]>(): IterableIterator<U> {
-    const cursor = this;
-    const iterator: IterableIterator<U> = {
-      next(): IteratorResult<U> {
-        const row = cursor.#take();
-        return row === undefined ? { done: true, value: undefined } : { done: false, value: row as U };
-      },
-      [Symbol.iterator]() {
-        return iterator;
-      },
-    };
-    return iterator;
+    return new RowIterator(() => this.#take() as U | undefined);
   }
 
   [Symbol.iterator](): IterableIterator<T> {
-    const iterator: IterableIterator<T> = {
-      next: () => this.next() as IteratorResult<T>,
-      [Symbol.iterator]: () => iterator,
-    };
-    return iterator;
+    return new RowIterator(() => {
+      const row = this.#take();
+      return row === undefined ? undefined : this.#object(row);
+    });
   }
 
   #take(): SqlValue[] | undefined {
@@ -115,6 +104,32 @@ export class SimSqlCursor<T extends Row = Row> {
     return object as T;
   }
 }
+
+/**
+ * The iterator `raw()` and `[Symbol.iterator]()` return. workerd's inherit from the platform's
+ * %IteratorPrototype%, so the iterator helpers work on them (`raw().toArray()`, which Drizzle's
+ * Durable Object driver calls for every query); so do these.
+ */
+class RowIterator<V> {
+  readonly #take: () => V | undefined;
+
+  constructor(take: () => V | undefined) {
+    this.#take = take;
+  }
+
+  next(): IteratorResult<V> {
+    const value = this.#take();
+    return value === undefined ? { done: true, value: undefined } : { done: false, value };
+  }
+
+  [Symbol.iterator](): this {
+    return this;
+  }
+}
+Object.setPrototypeOf(
+  RowIterator.prototype,
+  Object.getPrototypeOf(Object.getPrototypeOf([][Symbol.iterator]())),
+);
 
 /** workerd has prepared statements behind `sql.Statement`; Workers only see the class. */
 export class SimSqlStatement {}
