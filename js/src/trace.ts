@@ -54,7 +54,13 @@ const INVOCATION = String.raw`[^\s#]+#\d+(?:/\d+)*`;
 const DELIVER = new RegExp(`^deliver (${INVOCATION})$`);
 const HOST = new RegExp(`^host (${INVOCATION})$`);
 const REDELIVER = new RegExp(`^redeliver (${INVOCATION})(?:: refused, (.*))?$`);
-const EFFECT = new RegExp(`^(${INVOCATION}) effect #(\\d+) (.*): (\\w+)$`);
+/**
+ * The engine's decision at an effect: the decision is one of its words, and the host's line for
+ * a call that failed (`effect #0 failed: Error: …: Rollback`) is not one, whatever its message ends with.
+ */
+const EFFECT = new RegExp(
+  `^(${INVOCATION}) effect #(\\d+) (?!failed: )(.*): (proceed|crash_before|crash_after|transient_error|lost_response)$`,
+);
 const OUTCOME = new RegExp(`^(${INVOCATION}) (returned|answered|died|threw|finished)(?: (.*))?$`);
 const OTHER = new RegExp(`^(${INVOCATION}) (.*)$`);
 /** `  KV:<binding> <what it did>`: indented like a D1 statement, named by its binding. */

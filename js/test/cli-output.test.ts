@@ -760,6 +760,22 @@ describe("an interleaved run, step by step", () => {
       "      req-1#1/0 runs on, no longer the object's: its storage calls fail from now on",
     ]);
   });
+
+  it("shows a call that failed with the Worker's own error as it failed, not as a fault, whatever the message ends with", () => {
+    const text = renderTrace([
+      "deliver req-1#1",
+      "req-1#1 effect #0 DO:WALLET spend: proceed",
+      "host req-1#1/0",
+      "req-1#1 effect #0 failed: Error: DrizzleError: Rollback",
+      "req-1#1 answered 500 Internal Server Error",
+    ]);
+    expect(text.split("\n")).toEqual([
+      "deliver req-1#1",
+      "  effect #0 DO:WALLET spend: proceed",
+      "  effect #0 failed: Error: DrizzleError: Rollback",
+      "  answered 500 Internal Server Error",
+    ]);
+  });
 });
 
 describe("--help", () => {

@@ -144,7 +144,8 @@ const PATTERNS: readonly (readonly [RegExp, (f: Fields) => StepFields | undefine
     ([inv, refused]) => ({ kind: "redeliver", invocation: `${inv}`, refused }),
   ],
   [
-    /^(\S+) effect #(\d+) ([\s\S]+): (\w+)$/,
+    // Not the host's line for a call that failed, whose message may end in a decision's word.
+    /^(\S+) effect #(\d+) (?!failed: )([\s\S]+): (\w+)$/,
     ([inv, effect, label, decision]) =>
       DECISIONS.has(`${decision}`)
         ? {
