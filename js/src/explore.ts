@@ -20,7 +20,7 @@ import {
 import { InputError, SimulationError, shown, shownConfig } from "./errors.ts";
 import { plural } from "./report.ts";
 import type { ClientResponse } from "./sim/context.ts";
-import { finalState, hostViolation } from "./sim/final-state.ts";
+import { finalState, hostViolation, ObjectTableReads } from "./sim/final-state.ts";
 import { activate, notSimulatedMessage, real } from "./sim/globals.ts";
 import { hasHandler, namedEntrypoints } from "./sim/handlers.ts";
 import { KV_SCHEMA, kvEntriesSql } from "./sim/kv.ts";
@@ -245,6 +245,7 @@ async function exploreOnce(
     // The retry refused in each violating run that kept a trace, by its run seed: the verdict's
     // counterexample is one of them.
     const cutsBySeed = new Map<string, NonNullable<Run["retryCut"]>>();
+    const objectTables = new ObjectTableReads();
     for (;;) {
       const plan = escaping(() => engine.nextRun(real.monotonicMs() - started));
       if (!plan) break;
@@ -280,8 +281,10 @@ async function exploreOnce(
               endedAtMs,
               plan.events.map((index) => events[index]?.id ?? `event ${index}`),
               run.outbound,
+              objectTables,
             ),
             world.file,
+            objectTables,
           ),
         );
       } finally {
@@ -298,6 +301,11 @@ async function exploreOnce(
       elapsedMs: real.monotonicMs() - started,
     };
     const verdict = engine.verdict();
+    const neverFound = objectTables.neverFound();
+    if (neverFound && (verdict.kind === "bounded" || verdict.kind === "incomplete")) {
+      // Every run read no rows there: the invariant judged nothing.
+      throw new InputError(world.file, reach.failingWorker(neverFound));
+    }
     switch (verdict.kind) {
       case "bounded":
         return {
@@ -427,6 +435,16 @@ class Reach {
       else if (response.status >= 400 && response.status < 500)
         this.refusal ??= failureOf(response, run.firstThrow);
     }
+  }
+
+  /**
+   * `message` (a query of an invariant that found its table in no run), with what the Worker
+   * answered when no request got an answer below 500: its object may have failed before making
+   * the table.
+   */
+  failingWorker(message: string): string {
+    if (!this.responses || this.answered) return message;
+    return `${message} (no request got an answer below 500 in any run, first: ${this.failure})`;
   }
 
   /** `world` gives a failure over a table no schema made the hint to apply the migrations. */

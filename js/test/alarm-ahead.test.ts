@@ -34,7 +34,7 @@ describe("an invariant's query of a Durable Object's storage that fails", () => 
     const error = await check(scenario.replace("holds.sim.ts", "typo.sim.ts")).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InputError);
     expect((error as InputError).problem).toMatch(
-      /^invariant held: its query on HOLD "seat-1" failed: no such table: nosuch/,
+      /^invariant held: its query on HOLD "seat-1" found no table in any run: no such table: nosuch/,
     );
   });
 });

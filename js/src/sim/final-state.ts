@@ -37,18 +37,34 @@ export function finalState(
   responses: readonly ClientResponse[],
   nowMs: number,
   events: readonly string[],
-  outbound: readonly OutboundRequest[] = [],
+  outbound: readonly OutboundRequest[],
+  objectTables: ObjectTableReads,
 ): FinalState {
   const kvEngine = { d1Run: engine.d1Run.bind(engine), trace: engine.trace.bind(engine), nowMs: () => nowMs };
   // A query the engine refuses is the scenario's mistake (a typo, a table that does not exist),
   // not a broken invariant: the check stops with it, as it does for the built-in invariants.
-  const rows = (store: string, sql: string, params: unknown[], named = store) => {
+  // A Durable Object makes its tables as its code runs: `absent` takes a query on a table the
+  // object has not made (yet, in this run), which then reads no rows.
+  const rows = (
+    store: string,
+    sql: string,
+    params: unknown[],
+    named = store,
+    absent?: (message: string) => void,
+  ) => {
     let result: ReturnType<Engine["d1Run"]>;
     try {
       result = engine.d1Run(store, sql, params);
     } catch (error) {
-      const message = `its query on ${named} failed: ${error instanceof Error ? error.message : String(error)}`;
-      throw new InputError(world.file, withMigrationsHint(world, named, message));
+      const reason = error instanceof Error ? error.message : String(error);
+      if (absent && NO_SUCH_TABLE.test(reason)) {
+        absent(`its query on ${named} found no table in any run: ${reason}`);
+        return [];
+      }
+      throw new InputError(
+        world.file,
+        withMigrationsHint(world, named, `its query on ${named} failed: ${reason}`),
+      );
     }
     return result.rows.map((row) => Object.fromEntries(result.columns.map((c, i) => [c, row[i]])));
   };
@@ -99,7 +115,15 @@ export function finalState(
       if (!engine.d1Exists(store)) return [];
       if (seesSchema(sql)) objectStore(store).showSchemaAsMade();
       // Named as the invariant names the object, not by its store.
-      return rows(store, sql, params, `${name} ${JSON.stringify(objectName)}`);
+      const named = `${name} ${JSON.stringify(objectName)}`;
+      const query = `${named}\u0000${sql}`;
+      let absent = false;
+      const read = rows(store, sql, params, named, (message) => {
+        absent = true;
+        objectTables.absent(query, message);
+      });
+      if (!absent) objectTables.found(query);
+      return read;
     },
     durableObjectStorage: (name, objectName, key) => {
       const spec = binding(name, "durableObject");
@@ -118,6 +142,40 @@ export function finalState(
     responses,
     outbound,
   };
+}
+
+/** SQLite's error for a table the database does not have. */
+const NO_SUCH_TABLE = /^no such table: /;
+
+/**
+ * The queries invariants make on Durable Objects' tables, over a check's runs. An object makes
+ * its tables as its code runs, so in a run where it had not made one (it crashed before its
+ * `CREATE TABLE`) a query on it reads no rows; one that found its table in no run at all names a
+ * table no object makes (a misspelt name, or a Worker that fails before it makes it): the check
+ * ends with it as bad input (`neverFound`), as it does for a D1 table no schema made.
+ */
+export class ObjectTableReads {
+  /** The invariant being evaluated, which `hostViolation` sets. */
+  invariant = "";
+  private readonly missing = new Map<string, string>();
+  private readonly seen = new Set<string>();
+
+  /** `query` (the object and its SQL) found no table in a run; `message` says so. */
+  absent(query: string, message: string): void {
+    const key = `${this.invariant}\u0000${query}`;
+    if (!this.missing.has(key)) this.missing.set(key, `invariant ${this.invariant}: ${message}`);
+  }
+
+  /** `query` found its table in a run. */
+  found(query: string): void {
+    this.seen.add(`${this.invariant}\u0000${query}`);
+  }
+
+  /** The first query that found its table in no run, as the message of the check's error. */
+  neverFound(): string | undefined {
+    for (const [key, message] of this.missing) if (!this.seen.has(key)) return message;
+    return undefined;
+  }
 }
 
 const KV_STATE_TYPES: readonly string[] = ["text", "json", "arrayBuffer"] satisfies KvStateType[];
@@ -149,9 +207,11 @@ export function hostViolation(
   invariants: readonly Invariant[],
   state: FinalState,
   file: string,
+  objectTables: ObjectTableReads,
 ): { invariant: string; message: string } | undefined {
   for (const invariant of invariants) {
     if (invariant.kind === "custom") {
+      objectTables.invariant = invariant.name;
       let verdict: true | string;
       try {
         verdict = invariant.check(state);
