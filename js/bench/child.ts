@@ -8,6 +8,7 @@
  */
 
 import type { CheckOptions } from "../src/index.ts";
+import { bundleWorker, type WorkerModule } from "../src/load/bundle.ts";
 import { createFloor, type Floor } from "./floor.ts";
 import { type MiniflareRunner, startMiniflare } from "./miniflare.ts";
 import type { OrderRequest } from "./orders.ts";
@@ -25,6 +26,9 @@ export type Request =
   | { readonly op: "floorWarm"; readonly name: string; readonly runs: number; readonly maxMs: number }
   | { readonly op: "floorBatch"; readonly name: string; readonly runs: number }
   | { readonly op: "floorCharged"; readonly name: string }
+  /** Bundles a Worker as eutaxy does, to time the evaluation of its module that every run makes. */
+  | { readonly op: "module"; readonly name: string; readonly entry: string }
+  | { readonly op: "evaluateBatch"; readonly name: string; readonly runs: number }
   | { readonly op: "check"; readonly path: string; readonly options: Omit<CheckOptions, "onProgress"> }
   | {
       readonly op: "miniflareStart";
@@ -61,6 +65,7 @@ export interface CheckReport {
 }
 
 const floors = new Map<string, Floor>();
+const modules = new Map<string, WorkerModule>();
 let miniflare: MiniflareRunner | undefined;
 
 async function handle(request: Request): Promise<unknown> {
@@ -93,6 +98,20 @@ async function handle(request: Request): Promise<unknown> {
     }
     case "floorCharged":
       return floorNamed(request.name).charged();
+    case "module":
+      modules.set(request.name, await bundleWorker(request.entry));
+      return null;
+    case "evaluateBatch": {
+      const module = modules.get(request.name);
+      if (!module) throw new Error(`no module ${request.name}`);
+      const t = performance.now();
+      const cpu = cpuNowUs();
+      for (let i = 0; i < request.runs; i++) module.instantiate({});
+      return {
+        us: ((performance.now() - t) * 1000) / request.runs,
+        cpuUs: (cpuNowUs() - cpu) / request.runs,
+      } satisfies Timing;
+    }
     case "check": {
       const e = await explored(request.path, request.options);
       const { result } = e;

@@ -32,6 +32,7 @@ interface Settings {
   /** Minimum wall-clock time of each group of interleaved measurements. */
   readonly twoOrdersMs: number;
   readonly plantedMs: number;
+  readonly libraryMs: number;
   /** Cycles of the larger scenario, each one check with this budget. */
   readonly largeCycles: number;
   readonly largeBudgetMs: number;
@@ -51,6 +52,7 @@ const FULL: Settings = {
   quick: false,
   twoOrdersMs: 10_000,
   plantedMs: 4000,
+  libraryMs: 6000,
   largeCycles: 2,
   largeBudgetMs: 3000,
   steadyBudgetMs: 300,
@@ -66,6 +68,7 @@ const QUICK: Settings = {
   quick: true,
   twoOrdersMs: 2500,
   plantedMs: 1000,
+  libraryMs: 1500,
   largeCycles: 1,
   largeBudgetMs: 1000,
   steadyBudgetMs: 200,
@@ -179,7 +182,7 @@ interface Results {
 class Bench {
   readonly results: Results = { groups: {}, checks: {}, errors: {} };
   private readonly example: ReturnType<typeof examplePaths>;
-  private readonly scenarios: { large: string; pair: string };
+  private readonly scenarios: { large: string; pair: string; library: string };
 
   constructor(
     private readonly paths: Paths,
@@ -187,19 +190,26 @@ class Bench {
   ) {
     this.example = examplePaths(paths.root);
     const dir = join(paths.root, "js", "bench", "scenarios");
-    this.scenarios = { large: join(dir, "orders-10.sim.ts"), pair: join(dir, "pair-concurrent.sim.ts") };
+    this.scenarios = {
+      large: join(dir, "orders-10.sim.ts"),
+      pair: join(dir, "pair-concurrent.sim.ts"),
+      library: join(dir, "library", "library.sim.ts"),
+    };
   }
 
   async run(): Promise<void> {
     const { example, settings, paths } = this;
     const schema = schemaStatements(example.schema);
     log("bundling the example's Workers for the floor and for Miniflare");
-    const [checkoutFixed, checkoutPlanted, payments, mfCheckout, mfPayments] = await Promise.all([
+    const libraryDir = join(paths.root, "js", "bench", "scenarios", "library");
+    const libraryEntry = join(libraryDir, "worker.ts");
+    const [checkoutFixed, checkoutPlanted, payments, mfCheckout, mfPayments, library] = await Promise.all([
       loadWorker(example.checkoutFixed, example.checkoutConfig, true),
       loadWorker(example.checkout, example.checkoutConfig, true),
       loadWorker(example.payments, example.paymentsConfig, true),
       loadWorker(example.checkoutFixed, example.checkoutConfig, false),
       loadWorker(example.payments, example.paymentsConfig, false),
+      loadWorker(libraryEntry, join(libraryDir, "wrangler.jsonc"), true),
     ]);
     const two = orderRequests(2);
     const floor = new Child(paths, "floor");
@@ -227,16 +237,19 @@ class Bench {
         schema,
         requests: orderRequests(10),
       });
+      await floor.ask({ op: "floor", name: "library", workers: [library], schema, requests: two });
 
       // V8 takes a thousand runs or so to compile the floor's code at its fastest, and the host's
       // code a few checks: both are warmed up before anything is timed.
       log("warming up: the floors, the example's checks");
-      for (const name of ["fixed", "planted", "ten"]) {
+      for (const name of ["fixed", "planted", "ten", "library"]) {
         await floor.ask({ op: "floorWarm", name, runs: FLOOR_WARM_RUNS, maxMs: FLOOR_WARM_MS });
       }
       await this.attempt("floor", async () => {
-        const charged = (await floor.ask({ op: "floorCharged", name: "fixed" })) as number;
-        if (charged !== 2) throw new Error(`the floor's run charged ${charged} orders, not 2`);
+        for (const name of ["fixed", "library"]) {
+          const charged = (await floor.ask({ op: "floorCharged", name })) as number;
+          if (charged !== 2) throw new Error(`the ${name} floor's run charged ${charged} orders, not 2`);
+        }
       });
       const check = async (
         name: string,
@@ -260,16 +273,21 @@ class Bench {
         async () =>
           (await floor.ask({ op: "floorBatch", name, runs: FLOOR_BATCH })) as Timing;
       const checkFixed: Unit = async () => (await check("checkFixed", example.fixedScenario)).usPerRun;
-      const steady: Unit = async () => {
-        const report = await check("steady", example.fixedScenario, {
-          strategy: "random",
-          budgetMs: settings.steadyBudgetMs,
-        });
-        if (!report.steady) {
-          throw new Error(`the random-walk check made ${report.runs} runs, too few to time its steady state`);
-        }
-        return report.steady;
-      };
+      const steadyOf =
+        (name: string, scenario: string): Unit =>
+        async () => {
+          const report = await check(name, scenario, {
+            strategy: "random",
+            budgetMs: settings.steadyBudgetMs,
+          });
+          if (!report.steady) {
+            throw new Error(
+              `the random-walk check made ${report.runs} runs, too few to time its steady state`,
+            );
+          }
+          return report.steady;
+        };
+      const steady = steadyOf("steady", example.fixedScenario);
 
       log("two orders: the floor, the fixed scenario's BOUNDED check and its steady state, interleaved");
       this.results.groups.twoOrders = await this.interleave(
@@ -297,6 +315,25 @@ class Bench {
         },
         0,
         settings.largeCycles,
+      );
+
+      log("the Hono, zod and Drizzle Worker: its floor, its module's evaluation and its steady state");
+      await this.attempt("librarySteady", async () => {
+        await sim.ask({ op: "module", name: "library", entry: libraryEntry });
+        await check("librarySteady", this.scenarios.library, {
+          strategy: "random",
+          budgetMs: settings.simWarmMs / 2,
+        });
+      });
+      this.results.groups.library = await this.interleave(
+        {
+          floorLibrary: floorBatch("library"),
+          libraryModule: async () =>
+            (await sim.ask({ op: "evaluateBatch", name: "library", runs: FLOOR_BATCH })) as Timing,
+          librarySteady: steadyOf("librarySteady", this.scenarios.library),
+        },
+        settings.libraryMs,
+        2,
       );
 
       log("Miniflare: starting workerd with the two Workers and their D1 database");
@@ -446,6 +483,30 @@ class Bench {
     );
     rows.push(simRow("service-binding fixed: steady state", "twoOrders", "steady", "floorFixed", "floor"));
     rows.push(simRow("10 orders, 2 faults, 2 concurrent", "tenOrders", "large", "floor10", "floor 10"));
+    rows.push(floorRow("floor: Hono + zod + Drizzle Worker, bare", "library", "floorLibrary"));
+    rows.push(
+      simRow(
+        "Hono + zod + Drizzle Worker: steady state",
+        "library",
+        "librarySteady",
+        "floorLibrary",
+        "floor",
+      ),
+    );
+    const moduleUs = this.figure("library", "libraryModule");
+    const moduleRatio = this.ratio("library", "libraryModule", "floorLibrary");
+    rows.push(
+      moduleUs === undefined
+        ? errorRow("its module, evaluated anew per run", errors.libraryModule ?? errors.librarySteady)
+        : {
+            name: "its module, evaluated anew per run",
+            figure: `${fmtUs(moduleUs)}/evaluation`,
+            baseline: `floor ${fmtUs(this.figure("library", "floorLibrary") ?? Number.NaN)}/run`,
+            ratio: moduleRatio === undefined ? "–" : `${moduleRatio.toFixed(1)}x`,
+            target: "–",
+            met: "–",
+          },
+    );
 
     const mfUs = this.figure("miniflare", "miniflare");
     if (mfUs === undefined) {
