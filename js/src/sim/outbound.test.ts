@@ -193,4 +193,23 @@ describe("outbound fetch", () => {
     expect(error).toBeInstanceOf(InputError);
     expect(failures).toEqual([error]);
   });
+
+  it("is an InputError naming the script when a script throws, not the Worker's exception", async () => {
+    const { run, failures } = fakeRun([
+      {
+        "https://x.example/": (request) => {
+          const quotas = {} as Record<string, { left: number }>;
+          return Response.json({ left: (quotas[request.url] as { left: number }).left });
+        },
+      },
+    ]);
+    const error = await rejection(
+      outboundFetch(run, "https://x.example/quota", { method: "POST", body: "1" }),
+    );
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toMatch(
+      /^the outbound script for "https:\/\/x\.example\/" threw on POST https:\/\/x\.example\/quota: TypeError: Cannot read properties of undefined/,
+    );
+    expect(failures).toEqual([error]);
+  });
 });

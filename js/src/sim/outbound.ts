@@ -17,7 +17,7 @@
 
 import type { OutboundHandlers } from "../cloudflare.ts";
 import type { FootprintEntry } from "../engine.ts";
-import { InputError } from "../errors.ts";
+import { InputError, SimulationError } from "../errors.ts";
 import type { RunContext } from "./context.ts";
 
 /** The runtime's message for I/O outside a handler (workerd's io-context). */
@@ -161,7 +161,20 @@ async function answer(run: RunContext, invocation: string, first: Request, match
       headers: Object.fromEntries(request.headers),
       body: request.body === null ? null : new TextDecoder().decode(request.body),
     });
-    const response = await current.handler(toRequest(request));
+    let response: unknown;
+    try {
+      response = await current.handler(toRequest(request));
+    } catch (thrown) {
+      if (thrown instanceof InputError || thrown instanceof SimulationError) throw thrown;
+      // The scenario's own code failed, not the network: the Worker must not get the blame (a
+      // script answers with a Response; the fetch failing is the network_error fault's part).
+      const error = new InputError(
+        run.world.file,
+        `the outbound script for "${current.prefix}" threw on ${request.method} ${request.url}: ${thrown instanceof Error ? `${thrown.name}: ${thrown.message}` : String(thrown)}`,
+      );
+      run.fail(error);
+      throw error;
+    }
     if (!(response instanceof Response)) {
       const error = new InputError(
         run.world.file,
