@@ -184,6 +184,30 @@ describe("what a Worker reaches for", () => {
       /worker\.ts: Worker \S+ used the Cache API .*, which eutaxy does not simulate yet/,
     );
   });
+
+  it.each([
+    ["ctx.storage.kv (the synchronous KV API)", 'this.ctx.storage.kv.get("n")'],
+    ["ctx.storage.getCurrentBookmark()", "await this.ctx.storage.getCurrentBookmark()"],
+  ])("a Durable Object's %s, even where the object catches what it throws", async (what, call) => {
+    const room = `import { DurableObject } from "cloudflare:workers";
+      export class Room extends DurableObject {
+        async read(): Promise<string> { try { return String(${call}); } catch { return "hidden"; } }
+      }`;
+    const file = scenario(
+      'const ROOM = (env as any).ROOM; return new Response(await ROOM.get(ROOM.idFromName("a")).read());',
+      "() => true",
+      room,
+      {
+        durable_objects: { bindings: [{ name: "ROOM", class_name: "Room" }] },
+        migrations: [{ tag: "v1", new_sqlite_classes: ["Room"] }],
+      },
+    );
+    const error = await failure(file);
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toBe(
+      `Worker w used ${what}, which eutaxy does not simulate yet; the check cannot go on without it`,
+    );
+  });
 });
 
 describe("a scenario script that keeps state from one run to the next", () => {

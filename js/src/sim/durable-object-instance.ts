@@ -20,7 +20,7 @@ import { ObjectStore } from "./durable-object-store.ts";
 import { clearAlarm, readAlarm, type StorageHooks } from "./durable-object-tables.ts";
 import type { EffectScope } from "./effect-scope.ts";
 import { buildEnv } from "./env.ts";
-import { real } from "./globals.ts";
+import { notSimulated, real } from "./globals.ts";
 import type { Invocation } from "./invocation.ts";
 import { anew, lostConnection, resettingObject, rethrownOverRpc } from "./rpc-errors.ts";
 import type { DurableObjectNamespace } from "./world.ts";
@@ -440,21 +440,18 @@ class SimDurableObjectState {
     throw error;
   }
 
+  // WebSockets are out of eutaxy's scope: a Worker that reaches them ends the check.
   acceptWebSocket(): never {
-    throw notSimulated("acceptWebSocket");
+    return notSimulated("ctx.acceptWebSocket()");
   }
 
   getWebSockets(): never {
-    throw notSimulated("getWebSockets");
+    return notSimulated("ctx.getWebSockets()");
   }
 
   setWebSocketAutoResponse(): never {
-    throw notSimulated("setWebSocketAutoResponse");
+    return notSimulated("ctx.setWebSocketAutoResponse()");
   }
-}
-
-function notSimulated(what: string): Error {
-  return new Error(`ctx.${what} is not simulated by eutaxy (WebSockets are out of its scope)`);
 }
 
 function alarmHooks(run: RunContext, slot: ObjectSlot): StorageHooks {

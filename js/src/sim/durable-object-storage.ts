@@ -50,6 +50,7 @@ import {
   tooManyKeys,
   undefinedValue,
 } from "./durable-object-values.ts";
+import { notSimulated } from "./globals.ts";
 
 /** Nested `transactionSync` calls at most. */
 const SYNC_DEPTH_MAX = 100;
@@ -283,20 +284,22 @@ export class SimDurableObjectStorage {
     return attempt(() => this.#current("storage.sync()"));
   }
 
-  getCurrentBookmark(): Promise<string> {
-    return Promise.reject(notSimulated("getCurrentBookmark"));
+  // Point-in-time recovery and the synchronous KV API: a Worker that reaches them ends the check,
+  // as any API eutaxy does not simulate does, instead of getting an error it could catch.
+  getCurrentBookmark(): never {
+    return notSimulated("ctx.storage.getCurrentBookmark()");
   }
 
-  getBookmarkForTime(): Promise<string> {
-    return Promise.reject(notSimulated("getBookmarkForTime"));
+  getBookmarkForTime(): never {
+    return notSimulated("ctx.storage.getBookmarkForTime()");
   }
 
-  onNextSessionRestoreBookmark(): Promise<string> {
-    return Promise.reject(notSimulated("onNextSessionRestoreBookmark"));
+  onNextSessionRestoreBookmark(): never {
+    return notSimulated("ctx.storage.onNextSessionRestoreBookmark()");
   }
 
   get kv(): never {
-    throw notSimulated("kv (the synchronous KV API)");
+    return notSimulated("ctx.storage.kv (the synchronous KV API)");
   }
 
   #encodeWrites(keyOrEntries: unknown, value: unknown): Write[] {
@@ -327,10 +330,6 @@ export class SimDurableObjectStorage {
     const generation = Number(this.#store.own("SELECT generation FROM _cf_ALARM WHERE id = 1").rows[0]?.[0]);
     this.#hooks.alarmSet(generation);
   }
-}
-
-function notSimulated(what: string): Error {
-  return new Error(`ctx.storage.${what} is not simulated by eutaxy`);
 }
 
 /** A key or value as a trace shows it: JSON where it has one, cut after 120 characters. */
