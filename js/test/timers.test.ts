@@ -21,6 +21,14 @@ describe("timers on the run's clock", () => {
     },
   );
 
+  it.each(["node", "workerd"] as const)(
+    "call back in the async context that set them, so an AsyncLocalStorage holds the request's value (%s)",
+    async (runtime) => {
+      const result = await check(fixture("context/context.sim.ts"), { runtime });
+      expect(result.verdict === "VIOLATED" ? result.message : result.verdict).toBe("BOUNDED");
+    },
+  );
+
   it("never fire a caller's deadline before its callee's calls, whatever the interleaving", async () => {
     // Each request races its call to the ledger against a 2 s timer; the ledger makes two D1
     // calls. A binding call takes no time, so neither deadline fires in any schedule.

@@ -9,6 +9,7 @@
  * before any Worker code is loaded.
  */
 
+import { AsyncResource } from "node:async_hooks";
 import { SimulationError } from "../errors.ts";
 
 /** Where the wrappers draw from while a run is active. */
@@ -250,7 +251,10 @@ function install(): void {
       if (typeof callback !== "function") {
         throw new TypeError(`The "callback" argument must be of type function. Received ${typeof callback}`);
       }
-      return source.setTimer(callback as (...a: unknown[]) => void, Number(ms) || 0, args, repeat);
+      // The callback runs in the async context that set the timer, as the platform's timers do,
+      // so what an AsyncLocalStorage held there (a request's tenant, its logger) it holds there.
+      const bound = AsyncResource.bind(callback as (...a: unknown[]) => void);
+      return source.setTimer(bound, Number(ms) || 0, args, repeat);
     };
   const clear =
     (original: (...args: never[]) => unknown) =>
