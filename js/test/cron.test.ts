@@ -54,6 +54,11 @@ describe("cron schedules", () => {
     expect((await check(fixture("schedule.sim.ts"))).verdict).toBe("BOUNDED");
   });
 
+  it("delivers the events of several drivers in the order of their times, not of the drivers", async () => {
+    const result = await check(fixture("merged.sim.ts"));
+    expect(result.verdict === "VIOLATED" ? result.message : result.verdict).toBe("BOUNDED");
+  });
+
   it.each([
     ["undeclared.sim.ts", 'drive: cron("0 3 * * *") is not among the crons'],
     ["malformed.sim.ts", 'drive.cron: "every day at 3" has 4 fields; a cron expression has five'],
