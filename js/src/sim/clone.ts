@@ -235,21 +235,34 @@ function functionStub(fn: (...args: unknown[]) => unknown): (...args: unknown[])
 /** The stubs this module made, which cross again as themselves. */
 const stubs = new WeakSet<object>();
 
+/** workerd's error for a call or read through a stub that was disposed. */
+const DISPOSED = "RPC stub used after being disposed.";
+
 /**
  * An `RpcTarget` as the receiver gets it (compared with Miniflare's workerd): a stub on which
  * every name is something to call or to await. Calling runs the target's method; awaiting reads
  * a getter of its class. Its own fields stay behind: both reject as workerd does, as a method it
- * does not implement.
+ * does not implement. Disposing the stub (`using`, `[Symbol.dispose]()`) calls the target's own
+ * `[Symbol.dispose]`, once every stub `dup()` made of it is disposed too, after which the stub
+ * answers only with workerd's error. (workerd also disposes the stubs a request still holds when
+ * it ends; here only the Worker's own disposal does.)
  */
-function targetStub(target: object): unknown {
+function targetStub(target: object, shared = { stubs: 0 }): unknown {
+  shared.stubs++;
+  let disposed = false;
+  const usable = () => {
+    if (disposed) throw new Error(DISPOSED);
+  };
   const member = (key: string) => {
     const own = Object.hasOwn(target, key);
     const read = async (): Promise<unknown> => {
+      usable();
       if (own || !(key in target)) throw notImplemented(key);
       return cloneValue(Reflect.get(target, key));
     };
     const call = (...args: unknown[]) =>
       Promise.resolve().then(async () => {
+        usable();
         const method = own ? undefined : Reflect.get(target, key);
         if (typeof method !== "function") throw notImplemented(key);
         return cloneValue(await Reflect.apply(method, target, cloneValue(args)));
@@ -260,13 +273,30 @@ function targetStub(target: object): unknown {
         read().then(resolve, reject),
     });
   };
+  const dispose = () => {
+    if (disposed) return;
+    disposed = true;
+    if (--shared.stubs > 0) return;
+    // The target's side hears of it later, as a message; what its disposer throws stays there.
+    const disposer = Reflect.get(target, Symbol.dispose);
+    if (typeof disposer === "function") {
+      Promise.resolve()
+        .then(() => Reflect.apply(disposer, target, []))
+        .catch(() => {});
+    }
+  };
   const stub = new Proxy(() => {}, {
     get(_stub, key) {
-      // Awaiting the stub itself gives the stub; disposing it is the caller's business.
+      // Awaiting the stub itself gives the stub.
       if (key === "then") return undefined;
-      if (key === Symbol.dispose) return () => {};
+      if (key === Symbol.dispose) return dispose;
       if (typeof key === "symbol") return undefined;
-      if (key === "dup") return () => targetStub(target);
+      if (key === "dup") {
+        return () => {
+          usable();
+          return targetStub(target, shared);
+        };
+      }
       return member(key);
     },
   });
