@@ -19,7 +19,7 @@ import {
 } from "./engine.ts";
 import { InputError, SimulationError, shown, shownConfig } from "./errors.ts";
 import { plural } from "./report.ts";
-import type { ClientResponse } from "./sim/context.ts";
+import { bodyExcerpt, type ClientResponse } from "./sim/context.ts";
 import { finalState, hostViolation, ObjectTableReads } from "./sim/final-state.ts";
 import { activate, notSimulatedMessage, real } from "./sim/globals.ts";
 import { hasHandler, namedEntrypoints } from "./sim/handlers.ts";
@@ -381,7 +381,7 @@ function judgedIn<T>(engine: Engine, judge: () => T): T {
 /** The random stream the scenario's invariants draw from (`crypto`, `Math.random`). */
 const INVARIANTS_STREAM = "invariants";
 
-/** Longest answer body a warning quotes. */
+/** Longest part of an answer's body a warning quotes. */
 const QUOTED_BODY_MAX = 80;
 
 /** What the exploring runs reached, for the warnings of a verdict that found nothing. */
@@ -537,9 +537,7 @@ function failureOf(response: ClientResponse, firstThrow: Run["firstThrow"]): str
   const invocation = `${response.event}#${response.delivery}`;
   if (response.status === 0) return `${invocation} got no answer`;
   if (firstThrow?.invocation === invocation) return `${invocation} threw ${firstThrow.error}`;
-  const body =
-    response.body.length > QUOTED_BODY_MAX ? `${response.body.slice(0, QUOTED_BODY_MAX)}…` : response.body;
-  return `${invocation} answered ${response.status} ${JSON.stringify(body)}`;
+  return `${invocation} answered ${response.status} ${JSON.stringify(bodyExcerpt(response.body, QUOTED_BODY_MAX))}`;
 }
 
 /** A replay's faults and choices of its seed that did not happen, when some did not. */

@@ -17,7 +17,7 @@ describe("answered()", () => {
   it("reports the wrong answer a resend got, keeping the resend when it shrinks", async () => {
     const result = violated(await check(fixture("signup.sim.ts")));
     expect(result.invariant).toBe("every-signup-answered-2xx");
-    expect(result.message).toBe("req-1#2 was answered 409, not 2xx");
+    expect(result.message).toBe('req-1#2 was answered 409, not 2xx: {"error":"username taken"}');
     expect(result.faults).toMatchObject([{ kind: "crash_after", invocation: "req-1#1", effect: 0 }]);
     expect(result.trace.join("\n")).toContain("req-1#2 answered 409");
   });

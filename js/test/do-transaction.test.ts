@@ -33,7 +33,9 @@ describe("a Durable Object's storage.transaction()", () => {
     // A deadlock: on Cloudflare the critical section's time limit cancels it and resets the
     // object, and the calls fail with the limit's error, 30 s on.
     const result = violated(await check(fixture("reentrant.sim.ts")));
-    expect(result.message).toBe("req-1#1 was answered 500, not 200");
+    expect(result.message).toBe(
+      "req-1#1 was answered 500, not 200: A call to blockConcurrencyWhile() in a Durable Object waited for too long. The call was canceled and the Durable Object was reset. (after 30001 ms)",
+    );
     expect(result.trace).toContain(
       'Durable Object A "a" reset (a critical section held it past the 30-second limit): its in-memory state is gone',
     );

@@ -40,7 +40,7 @@ describe("errors over a service binding and a Durable Object stub", () => {
   it("leave the stub broken: retrying on it fails at once, without reaching the object", async () => {
     const result = await check(fixture("count.same-stub.sim.ts"));
     if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
-    expect(result.message).toBe("req-1#1 was answered 503, not 2xx");
+    expect(result.message).toBe("req-1#1 was answered 503, not 2xx: gave up");
     expect(result.faults).toHaveLength(1);
     const broken = result.trace.filter((line) => line.includes("the stub is broken"));
     expect(broken).toHaveLength(2);

@@ -32,7 +32,7 @@ describe.each(["node", "workerd"] as const)("on the %s runtime", (runtime) => {
 
   it("a promise the Worker rejects and nothing handles is logged, and the request answers", async () => {
     const result = violated(await check(fixture("unhandled.sim.ts"), { runtime }));
-    expect(result.message).toBe("req-1#1 was answered 201, not 200");
+    expect(result.message).toBe("req-1#1 was answered 201, not 200: created");
     expect(
       result.trace.some((line) =>
         line.includes("console.error: Uncaught (in promise) Error: nobody listens"),

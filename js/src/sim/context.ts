@@ -67,6 +67,12 @@ export interface ClientResponse {
   readonly unfinished?: true;
 }
 
+/** An answer's body as messages quote it: on one line, cut after `max` characters. */
+export function bodyExcerpt(body: string, max: number): string {
+  const line = body.replace(/\s+/g, " ").trim();
+  return line.length > max ? `${line.slice(0, max)}…` : line;
+}
+
 /** Whether answer `code` is `pattern`: a code (`409`, `"409"`) or a class of them (`"5xx"`). */
 export function statusMatches(code: number, pattern: string | number): boolean {
   const text = String(pattern);

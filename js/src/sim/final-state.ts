@@ -8,7 +8,7 @@
 import type { FinalState, Invariant, OutboundRequest } from "../cloudflare.ts";
 import type { Engine } from "../engine.ts";
 import { InputError, shownConfig } from "../errors.ts";
-import { type ClientResponse, statusMatches } from "./context.ts";
+import { bodyExcerpt, type ClientResponse, statusMatches } from "./context.ts";
 import { ObjectStore, seesSchema } from "./durable-object-store.ts";
 import { readOne } from "./durable-object-tables.ts";
 import { durableObjectStore } from "./durable-objects.ts";
@@ -258,9 +258,18 @@ function unanswered(responses: readonly ClientResponse[], status: string): strin
     if (statusMatches(response.status, status) || response.unfinished) continue;
     return response.status === 0
       ? `${event} got no answer after ${response.delivery} deliveries`
-      : `${event}#${response.delivery} was answered ${response.status}, not ${status}`;
+      : `${event}#${response.delivery} was answered ${response.status}, not ${status}${bodyShown(response.body)}`;
   }
   return undefined;
+}
+
+/**
+ * The body an answer came with, as the message of a broken `answered` ends with it
+ * (`: {"error":"busy"}`), or nothing: long enough for an error's whole sentence.
+ */
+function bodyShown(body: string): string {
+  const excerpt = bodyExcerpt(body, 200);
+  return excerpt === "" ? "" : `: ${excerpt}`;
 }
 
 /** What an invariant returned, for the message that refuses it: `false`, `undefined`, `0`, `an object`. */
