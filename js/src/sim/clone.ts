@@ -27,7 +27,28 @@ const NOT_PLAIN: unique symbol = Symbol("not plain");
  * `structuredClone(value)`, with the common cases copied directly, and the Dates in it made the
  * `Date` Worker code sees (the simulation's), so that they pass `instanceof Date` there.
  */
-export function cloneValue<T>(value: T): T {
+export function cloneValue<T>(value: T, from?: StubHome): T {
+  if (from === undefined) return cloneHere(value);
+  const outer = home;
+  home = from;
+  try {
+    return cloneHere(value);
+  } finally {
+    home = outer;
+  }
+}
+
+/**
+ * Where the code behind a stub runs: for a value a Durable Object answered, the object, where a
+ * call through one of its stubs is a call on the object (`label` names it, `Lease.ping`), an
+ * effect of the caller that the object serves, as a call of its own methods is.
+ */
+export type StubHome = <T>(label: string, serve: () => T | Promise<T>) => Promise<T>;
+
+/** The home of the stubs the clone under way makes; undefined where they run in the caller. */
+let home: StubHome | undefined;
+
+function cloneHere<T>(value: T): T {
   // A stub passed on is the same stub: it still reaches the object it was made for.
   if ((typeof value === "function" || typeof value === "object") && value !== null && stubs.has(value)) {
     return value;
@@ -226,8 +247,11 @@ function transferred(value: object): unknown {
  * answers a promise; arguments and result cross as any RPC value does.
  */
 function functionStub(fn: (...args: unknown[]) => unknown): (...args: unknown[]) => Promise<unknown> {
-  const stub = (...args: unknown[]) =>
-    Promise.resolve().then(async () => cloneValue(await fn(...cloneValue(args))));
+  const at = home;
+  const stub = at
+    ? (...args: unknown[]) =>
+        at(fn.name || "function", () => fn(...cloneValue(args))).then((value) => cloneValue(value, at))
+    : (...args: unknown[]) => Promise.resolve().then(async () => cloneValue(await fn(...cloneValue(args))));
   stubs.add(stub);
   return stub;
 }
@@ -247,25 +271,35 @@ const DISPOSED = "RPC stub used after being disposed.";
  * answers only with workerd's error. (workerd also disposes the stubs a request still holds when
  * it ends; here only the Worker's own disposal does.)
  */
-function targetStub(target: object, shared = { stubs: 0 }): unknown {
+function targetStub(target: object, shared = { stubs: 0 }, at = home): unknown {
   shared.stubs++;
+  const named = (key: string) => `${target.constructor?.name || "RpcTarget"}.${key}`;
   let disposed = false;
   const usable = () => {
     if (disposed) throw new Error(DISPOSED);
   };
   const member = (key: string) => {
     const own = Object.hasOwn(target, key);
-    const read = async (): Promise<unknown> => {
+    const get = () => {
       usable();
       if (own || !(key in target)) throw notImplemented(key);
-      return cloneValue(Reflect.get(target, key));
+      return Reflect.get(target, key);
+    };
+    const apply = (args: unknown[]) => {
+      usable();
+      const method = own ? undefined : Reflect.get(target, key);
+      if (typeof method !== "function") throw notImplemented(key);
+      return Reflect.apply(method, target, cloneValue(args));
+    };
+    // A disposed stub answers at once, without reaching the target's side.
+    const read = async (): Promise<unknown> => {
+      usable();
+      return at ? at(named(key), get).then((value) => cloneValue(value, at)) : cloneValue(get());
     };
     const call = (...args: unknown[]) =>
       Promise.resolve().then(async () => {
         usable();
-        const method = own ? undefined : Reflect.get(target, key);
-        if (typeof method !== "function") throw notImplemented(key);
-        return cloneValue(await Reflect.apply(method, target, cloneValue(args)));
+        return at ? cloneValue(await at(named(key), () => apply(args)), at) : cloneValue(await apply(args));
       });
     return Object.assign(call, {
       // biome-ignore lint/suspicious/noThenProperty: awaiting a member reads it, as on a stub.
@@ -294,7 +328,7 @@ function targetStub(target: object, shared = { stubs: 0 }): unknown {
       if (key === "dup") {
         return () => {
           usable();
-          return targetStub(target, shared);
+          return targetStub(target, shared, at);
         };
       }
       return member(key);

@@ -36,7 +36,7 @@
  *   times (docs: "up to 6 retries"), each retry as the engine's redeliveries allow.
  */
 
-import { cloneValue } from "./clone.ts";
+import { cloneValue, type StubHome } from "./clone.ts";
 import type { RunContext } from "./context.ts";
 import {
   hexFromName,
@@ -207,13 +207,23 @@ function createStub(
   };
   const rpc =
     (method: string) =>
-    (...args: unknown[]): Promise<unknown> =>
-      call<unknown>(method, (instance) => {
+    (...args: unknown[]): Promise<unknown> => {
+      let served: Instance | undefined;
+      // The stubs the answer holds (an RpcTarget, a function) run their code in this instance:
+      // each call through one is a call on the object, which a reset since ends.
+      const home: StubHome = (label, serve) =>
+        call(label, (instance) => {
+          if (instance !== served) throw lostConnection();
+          return serve();
+        });
+      return call<unknown>(method, (instance) => {
         if (!(instance instanceof DurableObject)) throw new TypeError(NO_RPC);
         const fn = instance[method];
         if (typeof fn !== "function") throw notImplemented(method);
+        served = instance;
         return fn.apply(instance, cloneValue(args));
-      }).then((value) => cloneValue(value));
+      }).then((value) => cloneValue(value, home));
+    };
 
   return new Proxy(
     {},
