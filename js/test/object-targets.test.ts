@@ -17,5 +17,10 @@ describe.each(["node", "workerd"] as const)(
       const result = await check(fixture("session.sim.ts"), { runtime });
       expect(result.verdict === "VIOLATED" ? result.message : result.verdict).toBe("BOUNDED");
     });
+
+    it("is disposed when the request that holds its stub ends, as workerd disposes it", async () => {
+      const result = await check(fixture("hold.sim.ts"), { runtime });
+      expect(result.verdict === "VIOLATED" ? result.message : result.verdict).toBe("BOUNDED");
+    });
   },
 );

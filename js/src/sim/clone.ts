@@ -38,12 +38,16 @@ export function cloneValue<T>(value: T, from?: StubHome): T {
   }
 }
 
-/**
- * Where the code behind a stub runs: for a value a Durable Object answered, the object, where a
- * call through one of its stubs is a call on the object (`label` names it, `Lease.ping`), an
- * effect of the caller that the object serves, as a call of its own methods is.
- */
-export type StubHome = <T>(label: string, serve: () => T | Promise<T>) => Promise<T>;
+/** Where the code behind a stub runs, and who holds the stub: for a value a Durable Object answered. */
+export interface StubHome {
+  /**
+   * A call through one of the stubs (`label` names it, `Lease.ping`): a call on the object, an
+   * effect of the caller that the object serves, as a call of its own methods is.
+   */
+  call<T>(label: string, serve: () => T | Promise<T>): Promise<T>;
+  /** The end of the invocation that received the stubs, when the runtime disposes them. */
+  whenOver(dispose: () => void): void;
+}
 
 /** The home of the stubs the clone under way makes; undefined where they run in the caller. */
 let home: StubHome | undefined;
@@ -250,7 +254,7 @@ function functionStub(fn: (...args: unknown[]) => unknown): (...args: unknown[])
   const at = home;
   const stub = at
     ? (...args: unknown[]) =>
-        at(fn.name || "function", () => fn(...cloneValue(args))).then((value) => cloneValue(value, at))
+        at.call(fn.name || "function", () => fn(...cloneValue(args))).then((value) => cloneValue(value, at))
     : (...args: unknown[]) => Promise.resolve().then(async () => cloneValue(await fn(...cloneValue(args))));
   stubs.add(stub);
   return stub;
@@ -268,8 +272,8 @@ const DISPOSED = "RPC stub used after being disposed.";
  * a getter of its class. Its own fields stay behind: both reject as workerd does, as a method it
  * does not implement. Disposing the stub (`using`, `[Symbol.dispose]()`) calls the target's own
  * `[Symbol.dispose]`, once every stub `dup()` made of it is disposed too, after which the stub
- * answers only with workerd's error. (workerd also disposes the stubs a request still holds when
- * it ends; here only the Worker's own disposal does.)
+ * answers only with workerd's error. The stubs a Durable Object gave out are disposed too when
+ * the invocation that received them ends, as workerd disposes what a request still holds.
  */
 function targetStub(target: object, shared = { stubs: 0 }, at = home): unknown {
   shared.stubs++;
@@ -294,12 +298,14 @@ function targetStub(target: object, shared = { stubs: 0 }, at = home): unknown {
     // A disposed stub answers at once, without reaching the target's side.
     const read = async (): Promise<unknown> => {
       usable();
-      return at ? at(named(key), get).then((value) => cloneValue(value, at)) : cloneValue(get());
+      return at ? at.call(named(key), get).then((value) => cloneValue(value, at)) : cloneValue(get());
     };
     const call = (...args: unknown[]) =>
       Promise.resolve().then(async () => {
         usable();
-        return at ? cloneValue(await at(named(key), () => apply(args)), at) : cloneValue(await apply(args));
+        return at
+          ? cloneValue(await at.call(named(key), () => apply(args)), at)
+          : cloneValue(await apply(args));
       });
     return Object.assign(call, {
       // biome-ignore lint/suspicious/noThenProperty: awaiting a member reads it, as on a stub.
@@ -319,6 +325,8 @@ function targetStub(target: object, shared = { stubs: 0 }, at = home): unknown {
         .catch(() => {});
     }
   };
+  // The runtime disposes what a request still holds when it ends.
+  at?.whenOver(dispose);
   const stub = new Proxy(() => {}, {
     get(_stub, key) {
       // Awaiting the stub itself gives the stub.

@@ -209,13 +209,18 @@ function createStub(
     (method: string) =>
     (...args: unknown[]): Promise<unknown> => {
       let served: Instance | undefined;
+      const caller = scope instanceof Invocation ? scope : run.current;
       // The stubs the answer holds (an RpcTarget, a function) run their code in this instance:
-      // each call through one is a call on the object, which a reset since ends.
-      const home: StubHome = (label, serve) =>
-        call(label, (instance) => {
-          if (instance !== served) throw lostConnection();
-          return serve();
-        });
+      // each call through one is a call on the object, which a reset since ends. The caller
+      // holds them until it ends.
+      const home: StubHome = {
+        call: (label, serve) =>
+          call(label, (instance) => {
+            if (instance !== served) throw lostConnection();
+            return serve();
+          }),
+        whenOver: (dispose) => caller?.whenOver(dispose),
+      };
       return call<unknown>(method, (instance) => {
         if (!(instance instanceof DurableObject)) throw new TypeError(NO_RPC);
         const fn = instance[method];

@@ -77,6 +77,7 @@ export class Invocation implements EffectScope {
   wakeAtGate: (() => void) | undefined;
   private effects = 0;
   private readonly onDeath: (() => void)[] = [];
+  private readonly onOver: (() => void)[] = [];
   private onCancel: ((error: Error) => void) | undefined;
   private onOrphan: ((error: Error) => void) | undefined;
 
@@ -157,6 +158,21 @@ export class Invocation implements EffectScope {
    */
   whenDead(callback: () => void): void {
     if (this.live) this.onDeath.push(callback);
+  }
+
+  /**
+   * Calls `callback` once the invocation is over, finished or dead: the runtime then disposes
+   * the stubs it still holds (`over`, which the run loop calls as it drops the invocation).
+   */
+  whenOver(callback: () => void): void {
+    this.onOver.push(callback);
+  }
+
+  /** Runs what `whenOver` was given, once; says whether there was anything. */
+  over(): boolean {
+    const callbacks = this.onOver.splice(0);
+    for (const callback of callbacks) callback();
+    return callbacks.length > 0;
   }
 
   /** Called once, if the runtime cancels the invocation (see `cancel`). */

@@ -190,6 +190,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private readonly timers = new Map<number, Timer>();
   private timerIds = 0;
   private timersFired = 0;
+  /** Whether an invocation that ended left work behind (`Invocation.whenOver`). */
+  private overWork = false;
   /** Interleaved runs that watch the Workers' module-level state between steps (module-state.ts). */
   private readonly moduleState: ModuleStateWatch | undefined;
   /** The first module-level variable a step changed, when the run watches them. */
@@ -482,16 +484,20 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       for (const worker of this.world.workers) this.instantiate(worker);
       if (this.concurrency > 1) {
         await this.interleave(plan.events);
-        return;
+      } else {
+        for (const [at, index] of plan.events.entries()) {
+          const event = this.events[index];
+          if (!event) throw new Error(`the engine planned event ${index}, which the drivers do not have`);
+          this.sendAt(event);
+          await event.deliver(this, index);
+          const next = plan.events[at + 1];
+          await this.drainPlatformWork(next === undefined ? undefined : this.events[next]);
+        }
       }
-      for (const [at, index] of plan.events.entries()) {
-        const event = this.events[index];
-        if (!event) throw new Error(`the engine planned event ${index}, which the drivers do not have`);
-        this.sendAt(event);
-        await event.deliver(this, index);
-        const next = plan.events[at + 1];
-        await this.drainPlatformWork(next === undefined ? undefined : this.events[next]);
-      }
+      // The invocations over by the end: what the runtime does as each ends (disposing the stubs
+      // it held) runs before the invariants read the final state.
+      this.waiting();
+      if (this.overWork) await new Promise((resolve) => real.setImmediate(resolve));
     } finally {
       deactivate();
     }
@@ -821,6 +827,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     for (const invocation of this.live) {
       if (!invocation.live || invocation.finished) {
         this.live.delete(invocation);
+        if (invocation.over()) this.overWork = true;
       } else if (invocation.pending === 0 && invocation.timers === 0) {
         waiting.push(invocation);
       }
