@@ -8,6 +8,7 @@ import type { HttpDriver, HttpRequestSpec, ResendStatus } from "../cloudflare.ts
 import { CLOCK_START_MS } from "../engine.ts";
 import { type RunContext, statusMatches } from "../sim/context.ts";
 import { callHandler } from "../sim/handlers.ts";
+import { withImmutableHeaders } from "../sim/immutable-headers.ts";
 import { UNCAUGHT } from "../trace.ts";
 import { DELIVERY_ORDER, type SimEvent } from "./event.ts";
 
@@ -36,8 +37,10 @@ async function deliverRequest(
   const url = `https://${main.name}.example.workers.dev${parts.path}`;
   for (let delivery = 1; ; delivery++) {
     const invocation = `${id}#${delivery}`;
-    // A new Request per delivery: a resend carries the same request, its body unread.
-    const request = new Request(url, parts.init);
+    // A new Request per delivery: a resend carries the same request, its body unread. As workerd
+    // gives a handler its request: immutable headers, and `redirect: "manual"`, so a Worker
+    // that passes it to fetch() hands a redirect back to its client instead of following it.
+    const request = withImmutableHeaders(new Request(url, { ...parts.init, redirect: "manual" }));
     const outcome = await run.deliver(invocation, {
       worker: main,
       // The body is read inside the invocation, so a body the Worker streams is part of it.

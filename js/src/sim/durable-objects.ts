@@ -48,6 +48,7 @@ import {
 } from "./durable-object-id.ts";
 import { type Instance, objectResource, reset, serveCall, slotOf } from "./durable-object-instance.ts";
 import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
+import { fetchedOverBinding, withImmutableHeaders } from "./immutable-headers.ts";
 import { Invocation } from "./invocation.ts";
 import { anew, breaksStub, lostConnection, notImplemented } from "./rpc-errors.ts";
 import { DurableObject } from "./workers-module.ts";
@@ -195,14 +196,16 @@ function createStub(
   const fetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     // The request is built before the effect, as the runtime does, so a bad URL throws at once.
     const request = new Request(input, init);
+    // The object gets a request of its own, and the caller a response of its own, both with the
+    // immutable headers workerd gives them.
     return call<Response>("fetch", async (instance) => {
       const handler = instance.fetch;
       if (typeof handler !== "function") throw new TypeError("Handler does not export a fetch() function.");
-      const response = await handler.call(instance, request);
+      const response = await handler.call(instance, withImmutableHeaders(new Request(request)));
       if (!(response instanceof Response)) {
         throw new TypeError("Incorrect type for Promise: the Promise did not resolve to 'Response'.");
       }
-      return response;
+      return fetchedOverBinding(response, request.url);
     });
   };
   const rpc =

@@ -19,6 +19,7 @@ import type { OutboundHandlers } from "../cloudflare.ts";
 import type { FootprintEntry } from "../engine.ts";
 import { InputError, SimulationError } from "../errors.ts";
 import type { RunContext } from "./context.ts";
+import { fetched } from "./immutable-headers.ts";
 
 /** The runtime's message for I/O outside a handler (workerd's io-context). */
 export const GLOBAL_SCOPE =
@@ -189,7 +190,7 @@ async function answer(run: RunContext, invocation: string, first: Request, match
       run.trace(`  Fetch:${url.origin} ${request.method} ${url.pathname}${url.search} -> ${response.status}`);
     }
     if (request.redirect === "manual" || !REDIRECT_STATUSES.has(response.status) || location === null) {
-      return asFetched(response.clone(), request.url, redirects > 0);
+      return fetched(response.clone(), request.url, redirects > 0);
     }
     if (request.redirect === "error") throw new TypeError("Fetch failed: the response was a redirect.");
     if (redirects + 1 > REDIRECTS_MAX) throw new TypeError("Too many redirects.");
@@ -220,13 +221,6 @@ function redirected(request: Outgoing, status: number, location: string): Outgoi
   const headers = new Headers(request.headers);
   for (const name of REQUEST_BODY_HEADERS) headers.delete(name);
   return { ...request, url: location, method: "GET", headers, body: null };
-}
-
-/** A scripted Response as fetch returns one: `url` and `redirected` set. */
-function asFetched(response: Response, url: string, redirected: boolean): Response {
-  Object.defineProperty(response, "url", { value: url, enumerable: true });
-  if (redirected) Object.defineProperty(response, "redirected", { value: true, enumerable: true });
-  return response;
 }
 
 /** Misuse of eutaxy: the scenario scripts no answer, so the check ends with exit 2. */

@@ -11,6 +11,7 @@ import { cloneValue } from "./clone.ts";
 import type { RunContext } from "./context.ts";
 import type { EffectScope } from "./effect-scope.ts";
 import { callHandler } from "./handlers.ts";
+import { fetchedOverBinding, withImmutableHeaders } from "./immutable-headers.ts";
 import { Invocation } from "./invocation.ts";
 import { notImplemented, rethrownOverRpc } from "./rpc-errors.ts";
 import { isEntrypointClass } from "./workers-module.ts";
@@ -77,8 +78,9 @@ export function serviceCalls(run: RunContext, caller: EffectScope, target: Servi
       fetch: (request) =>
         crossing(async () => {
           if (!handlers.fetch) throw notImplemented("fetch");
-          return handlers.fetch(request);
-        }),
+          const response: unknown = await handlers.fetch(request);
+          return response instanceof Response ? fetchedOverBinding(response, request.url) : response;
+        }) as Promise<Response>,
       footprint: () => SCRIPTED,
     };
   }
@@ -110,12 +112,27 @@ export function serviceCalls(run: RunContext, caller: EffectScope, target: Servi
           },
         })
         .then((value) => cloneValue(value)),
+    // The callee gets a request of its own, and the caller a response of its own, both with the
+    // immutable headers workerd gives them.
     fetch: (request, effect) =>
-      run.host(hosting(), effect, {
-        worker,
-        props,
-        body: (ctx, env) => callHandler(run, worker, entrypoint, "fetch", request, env, ctx),
-      }) as Promise<Response>,
+      (
+        run.host(hosting(), effect, {
+          worker,
+          props,
+          body: (ctx, env) =>
+            callHandler(
+              run,
+              worker,
+              entrypoint,
+              "fetch",
+              withImmutableHeaders(new Request(request)),
+              env,
+              ctx,
+            ),
+        }) as Promise<unknown>
+      ).then((response) =>
+        response instanceof Response ? fetchedOverBinding(response, request.url) : response,
+      ) as Promise<Response>,
     // The call starts the callee, whose own calls are its own steps: it shares nothing more.
     footprint: (effect, invocation) => [{ resource: `call:${invocation}/${effect}`, write: true }],
   };
