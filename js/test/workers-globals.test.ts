@@ -3,7 +3,7 @@
  * `crypto.subtle.timingSafeEqual`, `crypto.DigestStream`, `IdentityTransformStream`,
  * `FixedLengthStream`, `URLPattern` and the iterator helpers answer on the Node runtime as on workerd, whose answers the
  * scenario holds them to, as do `self` and the global scope's listeners; `process.env` holds
- * the Worker's own vars, not the machine's; and a promise the Worker rejects and nothing handles
+ * the Worker's own vars (a JSON var as its JSON text) and secrets, not the machine's; and a promise the Worker rejects and nothing handles
  * goes to the Worker's unhandledrejection listeners, and is logged (as workerd logs it) unless
  * one of them cancels it, instead of ending the check.
  */
@@ -22,7 +22,7 @@ describe.each(["node", "workerd"] as const)("on the %s runtime", (runtime) => {
     expect(await check(fixture("globals.sim.ts"), { runtime })).toMatchObject({ verdict: "BOUNDED" });
   });
 
-  it("process.env holds the Worker's text vars and secrets, never the machine's environment", async () => {
+  it("process.env holds the Worker's vars and secrets, never the machine's environment", async () => {
     expect(await check(fixture("env.sim.ts"), { runtime })).toMatchObject({ verdict: "BOUNDED" });
   });
 

@@ -1234,8 +1234,10 @@ function processEnvOf(worker: SimWorker): Record<string, string> {
     (flags.includes("nodejs_compat_populate_process_env") ||
       (config?.compatibilityDate ?? "") >= "2025-04-01");
   const env: Record<string, string> = {};
+  // A JSON var is there as its JSON text, as workerd puts it (`"42"`, `{"max":3}`, `null`).
   if (populated)
-    for (const [key, value] of Object.entries(worker.vars)) if (typeof value === "string") env[key] = value;
+    for (const [key, value] of Object.entries(worker.vars))
+      env[key] = typeof value === "string" ? value : JSON.stringify(value);
   return env;
 }
 
