@@ -58,6 +58,22 @@ describe("a Worker's .dev.vars", () => {
     expect(await check(join(dir, "s.sim.ts"))).toMatchObject({ verdict: "BOUNDED" });
   });
 
+  it("are read as wrangler's dotenv reads them: KEY: value lines, quotes, comments, a multi-line value", async () => {
+    const dir = project({
+      ...worker,
+      ".dev.vars":
+        "API_KEY: colon-value\n# a comment\nTOKEN=\"line one\nline two\"\nOTHER='single # not a comment'\n",
+      "s.sim.ts": scenario("", {
+        MODE: "config",
+        API_KEY: "colon-value",
+        TOKEN: "line one\nline two",
+        OTHER: "single # not a comment",
+      }),
+    });
+    const result = await check(join(dir, "s.sim.ts"));
+    expect(result.verdict === "VIOLATED" ? result.message : result.verdict).toBe("BOUNDED");
+  });
+
   it("are .dev.vars.<env> for an environment that has one", async () => {
     const dir = project({
       ...worker,

@@ -10,7 +10,7 @@
 
 import { readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { parseEnv } from "node:util";
+import { parse as parseDotenv } from "dotenv";
 import { type ParseError, parse as parseJsonc, printParseErrorCode } from "jsonc-parser";
 import { parse as parseToml, TomlError } from "smol-toml";
 import { closest } from "../closest.ts";
@@ -701,12 +701,15 @@ function readLocalSecrets(config: WorkerConfig): Map<string, DevVar> {
   return read;
 }
 
-/** The values of dotenv `files`, each file's over the ones before. */
+/**
+ * The values of dotenv `files`, each file's over the ones before, read by dotenv's parser as
+ * wrangler reads them (its `KEY: value` lines, quotes, comments and multi-line values).
+ */
 function readDotenv(files: readonly string[]): Map<string, DevVar> {
   const read = new Map<string, DevVar>();
   for (const file of files) {
-    for (const [key, value] of Object.entries(parseEnv(readFileSync(file, "utf8")))) {
-      if (value !== undefined) read.set(key, { value, file });
+    for (const [key, value] of Object.entries(parseDotenv(readFileSync(file, "utf8")))) {
+      read.set(key, { value, file });
     }
   }
   return read;
