@@ -185,6 +185,15 @@ describe("what a Worker reaches for", () => {
     );
   });
 
+  it("top-level await, which workerd runs and eutaxy does not yet, named as eutaxy's limit at its line", async () => {
+    const error = await failure(scenario(ok, "() => true", "const seed = await Promise.resolve(1);"));
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).file).toMatch(/worker\.ts:1:14$/);
+    expect((error as InputError).problem).toMatch(
+      /^uses top-level await, which workerd runs and eutaxy does not yet/,
+    );
+  });
+
   it.each([
     ["ctx.storage.kv (the synchronous KV API)", 'this.ctx.storage.kv.get("n")'],
     ["ctx.storage.getCurrentBookmark()", "await this.ctx.storage.getCurrentBookmark()"],

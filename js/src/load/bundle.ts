@@ -296,11 +296,20 @@ export function buildInputError(error: unknown, entry: string): InputError {
   const first = (error as { errors?: Message[] } | undefined)?.errors?.[0];
   if (!first) throw error;
   const location = first.location;
-  const text = missingApiExport(first.text) ?? first.text;
+  const text = missingApiExport(first.text) ?? topLevelAwait(first.text) ?? first.text;
   if (!location) return new InputError(entry, text);
   // esbuild names files relative to its working dir, and counts columns from 0.
   const file = join(dirname(entry), location.file);
   return new InputError(`${file}:${location.line}:${location.column + 1}`, text);
+}
+
+/**
+ * esbuild's refusal of top-level await in the format eutaxy evaluates a Worker in, said as what
+ * it is: a limit of eutaxy's, not a mistake in the Worker, which workerd runs.
+ */
+function topLevelAwait(text: string): string | undefined {
+  if (!text.startsWith("Top-level await is currently not supported")) return undefined;
+  return "uses top-level await, which workerd runs and eutaxy does not yet: it evaluates a Worker's module synchronously, anew for every run. Await in a handler instead (a promise started at the top level can be awaited there)";
 }
 
 /**
