@@ -185,6 +185,19 @@ describe("what a Worker reaches for", () => {
     );
   });
 
+  it("passThroughOnException(), once the Worker then throws: the origin it would reach is not simulated", async () => {
+    const ctx = "(arguments[2] as ExecutionContext)";
+    const passes = scenario(`${ctx}.passThroughOnException(); return new Response("ok");`, "() => true");
+    expect((await check(passes)).verdict).toBe("BOUNDED");
+    const error = await failure(
+      scenario(`${ctx}.passThroughOnException(); throw new Error("boom");`, "() => true"),
+    );
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toBe(
+      "Worker w used ctx.passThroughOnException(), then threw (the request goes on to its origin), which eutaxy does not simulate yet; the check cannot go on without it",
+    );
+  });
+
   it("top-level await, which workerd runs and eutaxy does not yet, named as eutaxy's limit at its line", async () => {
     const error = await failure(scenario(ok, "() => true", "const seed = await Promise.resolve(1);"));
     expect(error).toBeInstanceOf(InputError);

@@ -975,18 +975,34 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
 
   /** Runs a handler as `invocation`: its env and ctx, its random stream. */
   private handle(invocation: Invocation, call: InvocationCall): Promise<unknown> {
+    // After passThroughOnException(), an uncaught exception sends the request on to the
+    // Worker's origin, which eutaxy does not simulate: the check ends there, said so.
+    let passThrough = false;
     const ctx: ExecutionContextLike = {
       waitUntil: (promise: Promise<unknown>) => invocation.waitUntil(promise),
-      passThroughOnException: () => {},
+      passThroughOnException: () => {
+        passThrough = true;
+      },
       props: call.props ?? {},
     };
     const env = buildEnv(this, call.worker, invocation);
     this.resume(invocation);
+    let answered: Promise<unknown>;
     try {
-      return Promise.resolve(call.body(ctx, env, invocation));
+      answered = Promise.resolve(call.body(ctx, env, invocation));
     } catch (error) {
-      return Promise.reject(error);
+      answered = Promise.reject(error);
     }
+    return answered.catch((error: unknown) => {
+      if (!passThrough) throw error;
+      const what = "ctx.passThroughOnException(), then threw (the request goes on to its origin)";
+      const failure = new InputError(
+        call.worker.entry,
+        notSimulatedMessage(`Worker ${call.worker.name}`, what),
+      );
+      this.fail(failure);
+      throw failure;
+    });
   }
 
   private resume(invocation: Invocation | undefined, stream?: string): void {
