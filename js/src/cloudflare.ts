@@ -248,6 +248,11 @@ export interface HttpRequestSpec {
    * request before it was sent. Not below an earlier request's.
    */
   readonly atMs?: number;
+  /**
+   * `request.cf` as the Worker reads it: these fields over Miniflare's default (a client in
+   * Austin, Texas: `country: "US"`, `colo: "DFW"`, …), for a Worker that answers by country.
+   */
+  readonly cf?: Readonly<Record<string, unknown>>;
 }
 
 export interface HttpDriver {

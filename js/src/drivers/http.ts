@@ -11,6 +11,7 @@ import { callHandler } from "../sim/handlers.ts";
 import { withImmutableHeaders } from "../sim/immutable-headers.ts";
 import { UNCAUGHT } from "../trace.ts";
 import { DELIVERY_ORDER, type SimEvent } from "./event.ts";
+import { requestCf } from "./request-cf.ts";
 
 export function httpEvents(driver: HttpDriver, first: number): SimEvent[] {
   return driver.requests.map((spec, i) => {
@@ -41,6 +42,7 @@ async function deliverRequest(
     // gives a handler its request: immutable headers, and `redirect: "manual"`, so a Worker
     // that passes it to fetch() hands a redirect back to its client instead of following it.
     const request = withImmutableHeaders(new Request(url, { ...parts.init, redirect: "manual" }));
+    Object.defineProperty(request, "cf", { value: requestCf(parts.cf), enumerable: true });
     const outcome = await run.deliver(invocation, {
       worker: main,
       // The body is read inside the invocation, so a body the Worker streams is part of it.
@@ -75,6 +77,8 @@ async function deliverRequest(
 interface RequestParts {
   readonly path: string;
   readonly init: RequestInit;
+  /** The scenario's `request.cf` fields, over the default. */
+  readonly cf: Readonly<Record<string, unknown>> | undefined;
 }
 
 /**
@@ -95,5 +99,6 @@ function requestParts(spec: HttpRequestSpec): RequestParts {
     }
   }
   const method = spec.method ?? (body === undefined ? "GET" : "POST");
-  return { path: spec.path, init: body === undefined ? { method, headers } : { method, headers, body } };
+  const init = body === undefined ? { method, headers } : { method, headers, body };
+  return { path: spec.path, init, cf: spec.cf };
 }

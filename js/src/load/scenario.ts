@@ -583,7 +583,7 @@ function readDriver(drive: Fields): Driver {
 const SENT_AT_MS_MAX = 10 * 365 * 24 * 3600 * 1000;
 
 function readRequest(request: Fields): HttpRequestSpec {
-  request.only("path", "method", "body", "headers", "atMs");
+  request.only("path", "method", "body", "headers", "atMs", "cf");
   const path = request.string("path");
   if (!path.startsWith("/")) invalid(`${request.path("path")} must start with "/"`);
   const method = request.optionalString("method");
@@ -598,7 +598,17 @@ function readRequest(request: Fields): HttpRequestSpec {
     ...(request.fields.body !== undefined ? { body: request.fields.body } : {}),
     ...(headers !== undefined ? { headers } : {}),
     ...(atMs !== undefined ? { atMs } : {}),
+    ...(request.fields.cf !== undefined ? { cf: readCf(request.object("cf")) } : {}),
   };
+}
+
+/** A request's `cf` fields: what a structured clone copies, as the runtime's own `cf` is data. */
+function readCf(cf: Fields): Record<string, unknown> {
+  try {
+    return structuredClone(cf.fields);
+  } catch {
+    return invalid(`${cf.at} must be plain data (strings, numbers, objects): it is request.cf`);
+  }
 }
 
 function readHeaders(headers: Fields): Record<string, string> {
