@@ -51,7 +51,12 @@ async function deliverRequest(
         if (!(response instanceof Response)) {
           throw new TypeError("Incorrect type for Promise: the Promise did not resolve to 'Response'.");
         }
-        const answer = { status: response.status, body: await response.text() };
+        const { text, failed } = await bodyOf(response);
+        const answer = { status: response.status, body: text };
+        // The status went out before the body's stream failed: the client has it and a cut body.
+        if (failed !== undefined && run.tracing) {
+          run.trace(`${invocation} response body failed after ${text.length} characters: ${String(failed)}`);
+        }
         // Traced as it goes out, before any later step of the invocation's ctx.waitUntil work.
         if (run.tracing)
           run.trace(`${invocation} answered ${answer.status}${answer.body === "" ? "" : ` ${answer.body}`}`);
@@ -70,6 +75,23 @@ async function deliverRequest(
     const unfinished = resends && !resent;
     run.respond({ event: id, delivery, status, body, ...(unfinished ? { unfinished } : {}) });
     if (!resent) return;
+  }
+}
+
+/** What the client reads of an answer's body: all of it, or what came before its stream failed. */
+async function bodyOf(response: Response): Promise<{ text: string; failed?: unknown }> {
+  if (response.body === null) return { text: "" };
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return { text: text + decoder.decode() };
+      text += decoder.decode(value, { stream: true });
+    }
+  } catch (failed) {
+    return { text: text + decoder.decode(), failed };
   }
 }
 

@@ -1,0 +1,50 @@
+/**
+ * A response whose body's stream fails after the status went out (a CSV export whose next page
+ * fails): the client has the status and the body up to there, as workerd's client does
+ * (Miniflare 4.20260426 answers 200 "chunk1\nchunk2\n"), not a 500.
+ */
+
+import { join } from "node:path";
+import { expect, it } from "vitest";
+import { check } from "../src/index.ts";
+import { project } from "./files.ts";
+
+it("keeps the status and the body read before the stream failed", async () => {
+  const dir = project(
+    {
+      "wrangler.jsonc": JSON.stringify({
+        name: "export",
+        main: "worker.ts",
+        compatibility_date: "2025-09-01",
+      }),
+      "worker.ts": `export default {
+        async fetch(): Promise<Response> {
+          let page = 0;
+          const rows = new ReadableStream({
+            async pull(controller) {
+              await scheduler.wait(1);
+              page++;
+              if (page <= 2) controller.enqueue(new TextEncoder().encode("chunk" + page + "\\n"));
+              else throw new Error("the next page failed");
+            },
+          });
+          return new Response(rows, { headers: { "content-type": "text/csv" } });
+        },
+      };`,
+      "s.sim.ts": `import { defineScenario, http, invariant } from "eutaxy/cloudflare";
+        export default defineScenario({
+          name: "export",
+          worker: { config: "./wrangler.jsonc" },
+          drive: http([{ path: "/" }]),
+          invariants: [invariant("answer", (s) => {
+            const [r] = s.responses;
+            return (r?.status === 200 && r.body === "chunk1\\nchunk2\\n") || "answered " + r?.status + " " + JSON.stringify(r?.body);
+          })],
+          bounds: { maxFaultsPerRun: 0 },
+        });`,
+    },
+    "eutaxy-stream-",
+  );
+  const result = await check(join(dir, "s.sim.ts"));
+  expect(result.verdict === "VIOLATED" ? result.message : result.verdict).toBe("BOUNDED");
+});
