@@ -28,17 +28,22 @@ export const GLOBAL_SCOPE =
   "this error, perform this operation within a handler. https://developers.cloudflare.com/workers/runtime-apis/handlers/";
 
 /** Redirects one fetch follows at most, as the Fetch standard says. */
-const REDIRECTS_MAX = 20;
+export const REDIRECTS_MAX = 20;
 
 const OUTBOUND: readonly FootprintEntry[] = [{ resource: "outbound", write: true }];
 
-const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+export const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
 /** Methods that change nothing on the other side (RFC 9110, "Safe Methods"). */
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS", "TRACE"]);
 
 /** Headers a redirect to GET drops along with the body (Fetch standard, "request-body-header name"). */
-const REQUEST_BODY_HEADERS = ["content-encoding", "content-language", "content-location", "content-type"];
+export const REQUEST_BODY_HEADERS = [
+  "content-encoding",
+  "content-language",
+  "content-location",
+  "content-type",
+];
 
 type OutboundHandler = OutboundHandlers[string];
 

@@ -13,6 +13,7 @@ import type { EffectScope } from "./effect-scope.ts";
 import { callHandler } from "./handlers.ts";
 import { fetchedOverBinding, withImmutableHeaders } from "./immutable-headers.ts";
 import { Invocation } from "./invocation.ts";
+import { REDIRECT_STATUSES, REDIRECTS_MAX, REQUEST_BODY_HEADERS } from "./outbound.ts";
 import { notImplemented, rethrownOverRpc } from "./rpc-errors.ts";
 import { isEntrypointClass } from "./workers-module.ts";
 import type { ServiceTarget } from "./world.ts";
@@ -32,14 +33,17 @@ const SCRIPTED: readonly FootprintEntry[] = [{ resource: "scripted-services", wr
 const NOT_METHODS = new Set(["then", "catch", "finally", "toJSON", "constructor"]);
 
 export function createServiceBinding(binding: string, scope: EffectScope, calls: ServiceCalls): object {
+  // Named by method and path, as an outbound fetch is: two fetches to one service differ.
+  const send = (request: Request): Promise<Response> =>
+    scope.effect(
+      `Service:${binding} fetch ${request.method} ${new URL(request.url).pathname}`,
+      (effect) => calls.fetch(request, effect),
+      { footprint: calls.footprint },
+    );
   const fetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     // The request is built before the effect, as the runtime does, so a bad URL throws at once.
     const request = new Request(input, init);
-    // Named by method and path, as an outbound fetch is: two fetches to one service differ.
-    const label = `Service:${binding} fetch ${request.method} ${new URL(request.url).pathname}`;
-    return scope.effect(label, (effect) => calls.fetch(request, effect), {
-      footprint: calls.footprint,
-    });
+    return send(request).then((response) => followed(request, response, send));
   };
   const connect = () => {
     throw new Error(`Service:${binding} connect(): sockets over service bindings are not simulated`);
@@ -58,6 +62,45 @@ export function createServiceBinding(binding: string, scope: EffectScope, calls:
       },
     },
   );
+}
+
+/**
+ * A service binding's `fetch` follows the redirects its callee answers with, as workerd's does
+ * (compared with Miniflare), each hop another call over the binding, with the Fetch standard's
+ * method rewrites; `redirect: "manual"` hands the redirect back, `"error"` rejects. A redirect
+ * that would send a request body again (a 307 or 308 of a POST) is handed back too: the body
+ * went to the callee already.
+ */
+async function followed(
+  first: Request,
+  answer: Response,
+  send: (request: Request) => Promise<Response>,
+): Promise<Response> {
+  let request = first;
+  let response = answer;
+  for (let redirects = 0; ; redirects++) {
+    const location = response.headers.get("location");
+    if (request.redirect === "manual" || !REDIRECT_STATUSES.has(response.status) || location === null) {
+      if (redirects > 0) Object.defineProperty(response, "redirected", { value: true, enumerable: true });
+      return response;
+    }
+    if (request.redirect === "error") throw new TypeError("Fetch failed: the response was a redirect.");
+    if (redirects + 1 > REDIRECTS_MAX) throw new TypeError("Too many redirects.");
+    const url = new URL(location, request.url).href;
+    const toGet =
+      ((response.status === 301 || response.status === 302) && request.method === "POST") ||
+      (response.status === 303 && request.method !== "HEAD");
+    const bodiless = request.method === "GET" || request.method === "HEAD";
+    if (!toGet && !bodiless) return response;
+    const headers = new Headers(request.headers);
+    if (toGet) for (const name of REQUEST_BODY_HEADERS) headers.delete(name);
+    request = new Request(url, {
+      method: toGet ? "GET" : request.method,
+      headers,
+      redirect: request.redirect,
+    });
+    response = await send(request);
+  }
 }
 
 /**
