@@ -9,6 +9,7 @@ import { CLOCK_START_MS } from "../engine.ts";
 import { type RunContext, statusMatches } from "../sim/context.ts";
 import { callHandler } from "../sim/handlers.ts";
 import { withImmutableHeaders } from "../sim/immutable-headers.ts";
+import type { Invocation } from "../sim/invocation.ts";
 import { UNCAUGHT } from "../trace.ts";
 import { DELIVERY_ORDER, type SimEvent } from "./event.ts";
 import { requestCf } from "./request-cf.ts";
@@ -51,7 +52,7 @@ async function deliverRequest(
         if (!(response instanceof Response)) {
           throw new TypeError("Incorrect type for Promise: the Promise did not resolve to 'Response'.");
         }
-        const { text, failed } = await bodyOf(response);
+        const { text, failed } = await bodyOf(response, run.current);
         const answer = { status: response.status, body: text };
         // The status went out before the body's stream failed: the client has it and a cut body.
         if (failed !== undefined && run.tracing) {
@@ -78,20 +79,39 @@ async function deliverRequest(
   }
 }
 
-/** What the client reads of an answer's body: all of it, or what came before its stream failed. */
-async function bodyOf(response: Response): Promise<{ text: string; failed?: unknown }> {
+/**
+ * What the client reads of an answer's body: all of it, or what came before its stream failed;
+ * nothing of it once the runtime canceled `answering`, whose code would never end it
+ * (`stopAnswer`): workerd's client then gets the status and an empty body (Miniflare 4.20260426).
+ */
+async function bodyOf(
+  response: Response,
+  answering: Invocation | undefined,
+): Promise<{ text: string; failed?: unknown }> {
   if (response.body === null) return { text: "" };
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
+  let canceled: Error | undefined;
+  let stop: (error: Error) => void = () => {};
+  const stopped = new Promise<never>((_resolve, reject) => {
+    stop = (error) => {
+      canceled = error;
+      reject(error);
+    };
+  });
+  stopped.catch(() => {});
+  if (answering) answering.stopAnswer = stop;
   let text = "";
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await Promise.race([reader.read(), stopped]);
       if (done) return { text: text + decoder.decode() };
       text += decoder.decode(value, { stream: true });
     }
   } catch (failed) {
-    return { text: text + decoder.decode(), failed };
+    return { text: failed === canceled ? "" : text + decoder.decode(), failed };
+  } finally {
+    if (answering) answering.stopAnswer = undefined;
   }
 }
 

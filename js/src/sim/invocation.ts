@@ -75,6 +75,11 @@ export class Invocation implements EffectScope {
   droppedAtGate = false;
   /** Wakes the call's wait at the gate, while it waits there. */
   wakeAtGate: (() => void) | undefined;
+  /**
+   * Set while the client reads the body of the answer this invocation sent: stops that read with
+   * `error`, as the runtime cancels a request whose code hung after its status went out.
+   */
+  stopAnswer: ((error: Error) => void) | undefined;
   private effects = 0;
   private readonly onDeath: (() => void)[] = [];
   private readonly onOver: (() => void)[] = [];

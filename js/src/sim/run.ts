@@ -1222,6 +1222,15 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       this.advanceClockTo(Math.min(...this.deadlines.map((deadline) => deadline.atMs)));
       return;
     }
+    // Code that will never end the body it answered with (a stream whose writer gave up): the
+    // status went out, and the runtime cancels the request, as it cancels any that hung.
+    if (waiting.length > 0 && waiting.every((invocation) => invocation.stopAnswer !== undefined)) {
+      for (const invocation of waiting) {
+        this.trace(`${invocation.id} hung after its status went out: the runtime canceled it`);
+        invocation.stopAnswer?.(hungError());
+      }
+      return;
+    }
     if (this.deaths === 0) throw stuckError(waiting[0] as Invocation);
     for (const invocation of waiting) {
       this.trace(`${invocation.id} hung: the runtime canceled it`);
@@ -1239,7 +1248,7 @@ function hungError(): Error {
 
 /**
  * `process.env` as Cloudflare fills it for `worker`: with `nodejs_compat` and a compatibility date
- * from 2025-04-01 (`nodejs_compat_populate_process_env`), its text vars and secrets; else empty.
+ * from 2025-04-01 (`nodejs_compat_populate_process_env`), its vars and secrets; else empty.
  */
 function processEnvOf(worker: SimWorker): Record<string, string> {
   const config = worker.config;
