@@ -21,11 +21,11 @@ import { InputError, SimulationError, shown, shownConfig } from "./errors.ts";
 import { plural } from "./report.ts";
 import { bodyExcerpt, type ClientResponse } from "./sim/context.ts";
 import { finalState, hostViolation, ObjectTableReads } from "./sim/final-state.ts";
-import { activate, notSimulatedMessage, real } from "./sim/globals.ts";
+import { activate, GLOBAL_SCOPE, notSimulatedMessage, real } from "./sim/globals.ts";
 import { hasHandler, namedEntrypoints } from "./sim/handlers.ts";
 import { KV_SCHEMA, kvEntriesSql } from "./sim/kv.ts";
 import { withAnyMigrationsHint, withMigrationsHint } from "./sim/migrations-hint.ts";
-import { GLOBAL_SCOPE, refusedAtImport } from "./sim/outbound.ts";
+import { refusedAtImport } from "./sim/outbound.ts";
 import { QUEUE_SCHEMA } from "./sim/queues.ts";
 import { loggedText, Run } from "./sim/run.ts";
 import { runtimeModules } from "./sim/runtime-modules.ts";
@@ -655,6 +655,8 @@ function probeModules(engine: Engine, world: World): void {
     setTimer: () => {
       throw new Error(GLOBAL_SCOPE);
     },
+    // So are random values from crypto (Math.random is allowed, as in workerd).
+    inGlobalScope: () => true,
     // Said below of the Worker whose module loads, at the line that used it.
     notSimulated: (what) => new NotSimulatedAtImport(what),
   });

@@ -198,6 +198,19 @@ describe("what a Worker reaches for", () => {
     );
   });
 
+  it("random values from crypto as the module loads, which workerd refuses (Math.random it allows)", async () => {
+    expect((await check(scenario(ok, "() => true", "const jitter = Math.random();"))).verdict).toBe(
+      "BOUNDED",
+    );
+    for (const call of ["crypto.randomUUID()", "crypto.getRandomValues(new Uint8Array(4))"]) {
+      const error = await failure(scenario(ok, "() => true", `const id = ${call};`));
+      expect(error).toBeInstanceOf(InputError);
+      expect((error as InputError).problem).toMatch(
+        /^the Worker threw at import: Error: Disallowed operation called within global scope\. /,
+      );
+    }
+  });
+
   it("top-level await, which workerd runs and eutaxy does not yet, named as eutaxy's limit at its line", async () => {
     const error = await failure(scenario(ok, "() => true", "const seed = await Promise.resolve(1);"));
     expect(error).toBeInstanceOf(InputError);

@@ -18,6 +18,8 @@ export interface DeterminismSource {
   fillRandom(buf: Uint8Array): void;
   /** The run's virtual clock, in milliseconds since the epoch. */
   nowMs(): number;
+  /** Whether a Worker's module is being evaluated (its global scope), where workerd refuses random values. */
+  inGlobalScope?(): boolean;
   /** Outbound `fetch` from Worker code; absent outside a run. */
   fetch?(input: unknown, init: unknown): Promise<Response>;
   /** Ends the check with `error` at the next quiescence, whatever the Worker does with it. */
@@ -184,13 +186,26 @@ function uuidV4(): `${string}-${string}-${string}-${string}-${string}` {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
+/** workerd's refusal of I/O, timers and random values while a Worker's module is evaluated. */
+export const GLOBAL_SCOPE =
+  "Disallowed operation called within global scope. Asynchronous I/O (ex: fetch() or connect()), " +
+  "setting a timeout, and generating random values are not allowed within global scope. To fix " +
+  "this error, perform this operation within a handler. https://developers.cloudflare.com/workers/runtime-apis/handlers/";
+
 function install(): void {
   if (installed) return;
   installed = true;
 
-  crypto.randomUUID = () => (source ? uuidV4() : realRandomUUID());
+  // Random values while a module is evaluated are refused, as workerd refuses them: the Worker
+  // fails to start. (`Math.random` is allowed there, as in workerd.)
+  crypto.randomUUID = () => {
+    if (!source) return realRandomUUID();
+    if (source.inGlobalScope?.()) throw new Error(GLOBAL_SCOPE);
+    return uuidV4();
+  };
   crypto.getRandomValues = (<T extends ArrayBufferView | null>(array: T): T => {
     if (!source || !array) return realGetRandomValues(array as never) as T;
+    if (source.inGlobalScope?.()) throw new Error(GLOBAL_SCOPE);
     if (array.byteLength > 65536) {
       // The same limit and error as the Web Crypto API, so Worker code sees what it would see.
       throw new DOMException(

@@ -19,13 +19,10 @@ import type { OutboundHandlers } from "../cloudflare.ts";
 import type { FootprintEntry } from "../engine.ts";
 import { InputError, SimulationError } from "../errors.ts";
 import type { RunContext } from "./context.ts";
+import { GLOBAL_SCOPE } from "./globals.ts";
 import { fetched } from "./immutable-headers.ts";
 
 /** The runtime's message for I/O outside a handler (workerd's io-context). */
-export const GLOBAL_SCOPE =
-  "Disallowed operation called within global scope. Asynchronous I/O (ex: fetch() or connect()), " +
-  "setting a timeout, and generating random values are not allowed within global scope. To fix " +
-  "this error, perform this operation within a handler. https://developers.cloudflare.com/workers/runtime-apis/handlers/";
 
 /** Redirects one fetch follows at most, as the Fetch standard says. */
 export const REDIRECTS_MAX = 20;

@@ -47,10 +47,17 @@ import type {
 } from "./context.ts";
 import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
 import { buildEnv } from "./env.ts";
-import { activate, type DeterminismSource, notSimulatedMessage, real, stepped } from "./globals.ts";
+import {
+  activate,
+  type DeterminismSource,
+  GLOBAL_SCOPE,
+  notSimulatedMessage,
+  real,
+  stepped,
+} from "./globals.ts";
 import { type EffectSink, Invocation, type ParkedEffect } from "./invocation.ts";
 import { ModuleStateWatch } from "./module-state.ts";
-import { GLOBAL_SCOPE, outboundFetch } from "./outbound.ts";
+import { outboundFetch } from "./outbound.ts";
 import { lostConnection, rethrownOverRpc } from "./rpc-errors.ts";
 import { runtimeModules } from "./runtime-modules.ts";
 import type { ExecutionContextLike } from "./workers-module.ts";
@@ -464,6 +471,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     return new SimulationError(
       `${who} read the clock ${reads.toLocaleString("en-US")} times without waiting for anything: it waits for time to pass in a loop, but the run's clock moves only when the code awaits (a binding call, a timer); production ends such a request at its CPU time limit`,
     );
+  }
+
+  inGlobalScope(): boolean {
+    return this.instantiating !== undefined;
   }
 
   notSimulated(what: string): Error {
