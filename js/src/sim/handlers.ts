@@ -28,11 +28,11 @@ export function callHandler(
   if (isEntrypointClass(target)) {
     const instance = new target(ctx, env) as Record<string, unknown>;
     const method = instance[name];
-    if (typeof method !== "function") throw missing(worker, name);
+    if (typeof method !== "function") throw missing(name);
     return Promise.resolve(method.call(instance, arg));
   }
   const handler = (target as Record<string, unknown> | undefined)?.[name];
-  if (typeof handler !== "function") throw missing(worker, name);
+  if (typeof handler !== "function") throw missing(name);
   return Promise.resolve(handler.call(target, arg, env, ctx));
 }
 
@@ -57,6 +57,7 @@ export function namedEntrypoints(exports: Record<string, unknown>): string[] {
   });
 }
 
-function missing(worker: SimWorker, name: HandlerName): TypeError {
-  return new TypeError(`Worker ${worker.name} has no ${name} handler`);
+/** workerd's error for a call of a handler the Worker does not export (Miniflare 4.20260426). */
+function missing(name: HandlerName): Error {
+  return new Error(`Handler does not export a ${name}() function.`);
 }
