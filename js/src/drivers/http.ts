@@ -8,7 +8,7 @@ import type { HttpDriver, HttpRequestSpec, ResendStatus } from "../cloudflare.ts
 import { CLOCK_START_MS } from "../engine.ts";
 import { type RunContext, statusMatches } from "../sim/context.ts";
 import { callHandler } from "../sim/handlers.ts";
-import { withImmutableHeaders } from "../sim/immutable-headers.ts";
+import { incomingRequest } from "../sim/immutable-headers.ts";
 import type { Invocation } from "../sim/invocation.ts";
 import { UNCAUGHT } from "../trace.ts";
 import { DELIVERY_ORDER, type SimEvent } from "./event.ts";
@@ -39,11 +39,11 @@ async function deliverRequest(
   const url = `https://${main.name}.example.workers.dev${parts.path}`;
   for (let delivery = 1; ; delivery++) {
     const invocation = `${id}#${delivery}`;
-    // A new Request per delivery: a resend carries the same request, its body unread. As workerd
-    // gives a handler its request: immutable headers, and `redirect: "manual"`, so a Worker
-    // that passes it to fetch() hands a redirect back to its client instead of following it.
-    const request = withImmutableHeaders(new Request(url, { ...parts.init, redirect: "manual" }));
-    Object.defineProperty(request, "cf", { value: requestCf(parts.cf), enumerable: true });
+    // A new Request per delivery: a resend carries the same request, its body unread, with the
+    // immutable headers workerd gives a handler.
+    const request = incomingRequest(url, parts.init);
+    let cf: Record<string, unknown> | undefined;
+    Object.defineProperty(request, "cf", { get: () => (cf ??= requestCf(parts.cf)), enumerable: true });
     const outcome = await run.deliver(invocation, {
       worker: main,
       // The body is read inside the invocation, so a body the Worker streams is part of it.
@@ -92,24 +92,23 @@ async function bodyOf(
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   let canceled: Error | undefined;
-  let stop: (error: Error) => void = () => {};
-  const stopped = new Promise<never>((_resolve, reject) => {
-    stop = (error) => {
+  // Canceling the read ends the pending one at once, as done.
+  if (answering) {
+    answering.stopAnswer = (error) => {
       canceled = error;
-      reject(error);
+      reader.cancel(error).catch(() => {});
     };
-  });
-  stopped.catch(() => {});
-  if (answering) answering.stopAnswer = stop;
+  }
   let text = "";
   try {
     for (;;) {
-      const { done, value } = await Promise.race([reader.read(), stopped]);
+      const { done, value } = await reader.read();
+      if (canceled) return { text: "", failed: canceled };
       if (done) return { text: text + decoder.decode() };
       text += decoder.decode(value, { stream: true });
     }
   } catch (failed) {
-    return { text: failed === canceled ? "" : text + decoder.decode(), failed };
+    return { text: text + decoder.decode(), failed };
   } finally {
     if (answering) answering.stopAnswer = undefined;
   }
@@ -141,6 +140,8 @@ function requestParts(spec: HttpRequestSpec): RequestParts {
     }
   }
   const method = spec.method ?? (body === undefined ? "GET" : "POST");
-  const init = body === undefined ? { method, headers } : { method, headers, body };
+  // As workerd gives a handler its request: `redirect: "manual"`, so a Worker that passes it to
+  // fetch() hands a redirect back to its client instead of following it.
+  const init: RequestInit = { method, headers, redirect: "manual", ...(body === undefined ? {} : { body }) };
   return { path: spec.path, init, cf: spec.cf };
 }

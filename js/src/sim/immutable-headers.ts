@@ -22,19 +22,70 @@ for (const change of ["set", "append", "delete"]) {
   });
 }
 
-/** `message`, its headers (and those of its clones) made immutable; returned for chaining. */
+/** The platform's `headers` getter of `Class`, Request or Response. */
+function headersGetter(Class: typeof Request | typeof Response): () => Headers {
+  const getter = Object.getOwnPropertyDescriptor(Class.prototype, "headers")?.get;
+  if (!getter) throw new Error("the platform's Request and Response have a headers getter");
+  return getter as () => Headers;
+}
+
+/**
+ * `message`, its headers (and those of its clones) made immutable; returned for chaining. The
+ * immutable view is made when the headers are first read.
+ */
 export function withImmutableHeaders<T extends Request | Response>(message: T): T {
-  const clone = (message.clone as () => T).bind(message);
+  const platformHeaders = headersGetter(message instanceof Request ? Request : Response);
+  const clone = message.clone;
+  let view: Headers | undefined;
   Object.defineProperty(message, "headers", {
-    value: new ImmutableHeaders(message.headers),
+    get: () => {
+      view ??= new ImmutableHeaders(platformHeaders.call(message));
+      return view;
+    },
     configurable: true,
   });
   Object.defineProperty(message, "clone", {
-    value: () => withImmutableHeaders(clone()),
+    value: () => withImmutableHeaders((clone as () => T).call(message)),
     configurable: true,
     writable: true,
   });
   return message;
+}
+
+/** Where an `IncomingRequest` keeps its immutable view of its headers, once read. */
+const VIEW = Symbol("immutable headers");
+
+/**
+ * The request a handler is given by its client, made so that nothing is defined per request:
+ * its class's `headers` getter gives the immutable view, its `clone()` a clone with immutable
+ * headers. Named `Request`, as the class a Worker sees is.
+ */
+class IncomingRequest extends Request {}
+Object.defineProperty(IncomingRequest, "name", { value: "Request" });
+{
+  const platformHeaders = headersGetter(Request);
+  const platformClone = Request.prototype.clone;
+  Object.defineProperties(IncomingRequest.prototype, {
+    headers: {
+      get(this: IncomingRequest & { [VIEW]?: Headers }): Headers {
+        this[VIEW] ??= new ImmutableHeaders(platformHeaders.call(this));
+        return this[VIEW];
+      },
+      configurable: true,
+    },
+    clone: {
+      value(this: IncomingRequest): Request {
+        return withImmutableHeaders(platformClone.call(this));
+      },
+      configurable: true,
+      writable: true,
+    },
+  });
+}
+
+/** A request as a handler gets it from its client: immutable headers. */
+export function incomingRequest(url: string, init: RequestInit): Request {
+  return new IncomingRequest(url, init);
 }
 
 /**
