@@ -205,7 +205,7 @@ function createStub(
       if (!(response instanceof Response)) {
         throw new TypeError("Incorrect type for Promise: the Promise did not resolve to 'Response'.");
       }
-      return fetchedOverBinding(response, request.url);
+      return fetchedOverBinding(response, request);
     });
   };
   const rpc =

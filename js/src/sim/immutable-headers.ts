@@ -99,14 +99,15 @@ export function fetched(response: Response, url: string, redirected = false): Re
 }
 
 /**
- * What a Worker's handler answered, as the Worker that fetched it over a binding gets it: a
- * response of its own (the same status, headers and body, which it takes over), as `fetched`.
+ * What a Worker's handler answered `request`, as the Worker that fetched it over a binding gets
+ * it: a response of its own (the same status, headers and body, which it takes over; no body
+ * for a HEAD request, as workerd strips it), as `fetched`.
  */
-export function fetchedOverBinding(response: Response, url: string): Response {
-  const copy = new Response(response.body, {
+export function fetchedOverBinding(response: Response, request: Request): Response {
+  const copy = new Response(request.method === "HEAD" ? null : response.body, {
     status: response.status,
     statusText: response.statusText,
     headers: response.headers,
   });
-  return fetched(copy, url);
+  return fetched(copy, request.url);
 }

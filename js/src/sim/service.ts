@@ -122,7 +122,7 @@ export function serviceCalls(run: RunContext, caller: EffectScope, target: Servi
         crossing(async () => {
           if (!handlers.fetch) throw notImplemented("fetch");
           const response: unknown = await handlers.fetch(request);
-          return response instanceof Response ? fetchedOverBinding(response, request.url) : response;
+          return response instanceof Response ? fetchedOverBinding(response, request) : response;
         }) as Promise<Response>,
       footprint: () => SCRIPTED,
     };
@@ -174,7 +174,7 @@ export function serviceCalls(run: RunContext, caller: EffectScope, target: Servi
             ),
         }) as Promise<unknown>
       ).then((response) =>
-        response instanceof Response ? fetchedOverBinding(response, request.url) : response,
+        response instanceof Response ? fetchedOverBinding(response, request) : response,
       ) as Promise<Response>,
     // The call starts the callee, whose own calls are its own steps: it shares nothing more.
     footprint: (effect, invocation) => [{ resource: `call:${invocation}/${effect}`, write: true }],
