@@ -48,11 +48,13 @@ async function deliverRequest(
       worker: main,
       // The body is read inside the invocation, so a body the Worker streams is part of it.
       body: async (ctx, env) => {
+        // The invocation this body runs as, which the run loop may cancel while its answer is read.
+        const answering = run.current;
         const response = await callHandler(run, main, undefined, "fetch", request, env, ctx);
         if (!(response instanceof Response)) {
           throw new TypeError("Incorrect type for Promise: the Promise did not resolve to 'Response'.");
         }
-        const { text, failed } = await bodyOf(response, run.current);
+        const { text, failed } = await bodyOf(response, answering);
         const answer = { status: response.status, body: text };
         // The status went out before the body's stream failed: the client has it and a cut body.
         if (failed !== undefined && run.tracing) {
