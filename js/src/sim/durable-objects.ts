@@ -48,7 +48,7 @@ import {
 } from "./durable-object-id.ts";
 import { type Instance, objectResource, reset, serveCall, slotOf } from "./durable-object-instance.ts";
 import { type EffectScope, PLATFORM_WORK } from "./effect-scope.ts";
-import { fetchedOverBinding, withImmutableHeaders } from "./immutable-headers.ts";
+import { fetchedOverBinding, incomingRequest } from "./immutable-headers.ts";
 import { Invocation } from "./invocation.ts";
 import { anew, breaksStub, lostConnection, notImplemented } from "./rpc-errors.ts";
 import { DurableObject } from "./workers-module.ts";
@@ -201,7 +201,7 @@ function createStub(
     return call<Response>("fetch", async (instance) => {
       const handler = instance.fetch;
       if (typeof handler !== "function") throw new TypeError("Handler does not export a fetch() function.");
-      const response = await handler.call(instance, withImmutableHeaders(new Request(request)));
+      const response = await handler.call(instance, incomingRequest(request));
       if (!(response instanceof Response)) {
         throw new TypeError("Incorrect type for Promise: the Promise did not resolve to 'Response'.");
       }

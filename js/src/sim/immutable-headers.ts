@@ -83,9 +83,12 @@ Object.defineProperty(IncomingRequest, "name", { value: "Request" });
   });
 }
 
-/** A request as a handler gets it from its client: immutable headers. */
-export function incomingRequest(url: string, init: RequestInit): Request {
-  return new IncomingRequest(url, init);
+/**
+ * A request as a handler gets it: from its client (a URL and its parts), or over a binding (a
+ * copy of the caller's, taking over its body); immutable headers either way.
+ */
+export function incomingRequest(input: string | Request, init?: RequestInit): Request {
+  return new IncomingRequest(input, init);
 }
 
 /**

@@ -22,8 +22,6 @@ import type { RunContext } from "./context.ts";
 import { GLOBAL_SCOPE } from "./globals.ts";
 import { fetched } from "./immutable-headers.ts";
 
-/** The runtime's message for I/O outside a handler (workerd's io-context). */
-
 /** Redirects one fetch follows at most, as the Fetch standard says. */
 export const REDIRECTS_MAX = 20;
 
@@ -35,12 +33,7 @@ export const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS", "TRACE"]);
 
 /** Headers a redirect to GET drops along with the body (Fetch standard, "request-body-header name"). */
-export const REQUEST_BODY_HEADERS = [
-  "content-encoding",
-  "content-language",
-  "content-location",
-  "content-type",
-];
+const REQUEST_BODY_HEADERS = ["content-encoding", "content-language", "content-location", "content-type"];
 
 type OutboundHandler = OutboundHandlers[string];
 
@@ -216,13 +209,26 @@ function toRequest(request: Outgoing): Request {
 
 /** The request a redirect leads to, with the Fetch standard's method rewrites. */
 function redirected(request: Outgoing, status: number, location: string): Outgoing {
-  const toGet =
-    ((status === 301 || status === 302) && request.method === "POST") ||
-    (status === 303 && request.method !== "HEAD");
-  if (!toGet) return { ...request, url: location };
-  const headers = new Headers(request.headers);
-  for (const name of REQUEST_BODY_HEADERS) headers.delete(name);
-  return { ...request, url: location, method: "GET", headers, body: null };
+  if (!redirectsToGet(status, request.method)) return { ...request, url: location };
+  return {
+    ...request,
+    url: location,
+    method: "GET",
+    headers: withoutBodyHeaders(request.headers),
+    body: null,
+  };
+}
+
+/** Whether a redirect of `status` turns a `method` request into a GET without its body (Fetch standard). */
+export function redirectsToGet(status: number, method: string): boolean {
+  return ((status === 301 || status === 302) && method === "POST") || (status === 303 && method !== "HEAD");
+}
+
+/** A copy of `headers` without those that describe a body, for a redirect that drops it. */
+export function withoutBodyHeaders(headers: Headers): Headers {
+  const kept = new Headers(headers);
+  for (const name of REQUEST_BODY_HEADERS) kept.delete(name);
+  return kept;
 }
 
 /** Misuse of eutaxy: the scenario scripts no answer, so the check ends with exit 2. */

@@ -11,9 +11,9 @@ import { cloneValue } from "./clone.ts";
 import type { RunContext } from "./context.ts";
 import type { EffectScope } from "./effect-scope.ts";
 import { callHandler } from "./handlers.ts";
-import { fetchedOverBinding, withImmutableHeaders } from "./immutable-headers.ts";
+import { fetchedOverBinding, incomingRequest } from "./immutable-headers.ts";
 import { Invocation } from "./invocation.ts";
-import { REDIRECT_STATUSES, REDIRECTS_MAX, REQUEST_BODY_HEADERS } from "./outbound.ts";
+import { REDIRECT_STATUSES, REDIRECTS_MAX, redirectsToGet, withoutBodyHeaders } from "./outbound.ts";
 import { notImplemented, rethrownOverRpc } from "./rpc-errors.ts";
 import { isEntrypointClass } from "./workers-module.ts";
 import type { ServiceTarget } from "./world.ts";
@@ -87,16 +87,11 @@ async function followed(
     if (request.redirect === "error") throw new TypeError("Fetch failed: the response was a redirect.");
     if (redirects + 1 > REDIRECTS_MAX) throw new TypeError("Too many redirects.");
     const url = new URL(location, request.url).href;
-    const toGet =
-      ((response.status === 301 || response.status === 302) && request.method === "POST") ||
-      (response.status === 303 && request.method !== "HEAD");
-    const bodiless = request.method === "GET" || request.method === "HEAD";
-    if (!toGet && !bodiless) return response;
-    const headers = new Headers(request.headers);
-    if (toGet) for (const name of REQUEST_BODY_HEADERS) headers.delete(name);
+    const toGet = redirectsToGet(response.status, request.method);
+    if (!toGet && request.method !== "GET" && request.method !== "HEAD") return response;
     request = new Request(url, {
       method: toGet ? "GET" : request.method,
-      headers,
+      headers: toGet ? withoutBodyHeaders(request.headers) : request.headers,
       redirect: request.redirect,
     });
     response = await send(request);
@@ -163,15 +158,7 @@ export function serviceCalls(run: RunContext, caller: EffectScope, target: Servi
           worker,
           props,
           body: (ctx, env) =>
-            callHandler(
-              run,
-              worker,
-              entrypoint,
-              "fetch",
-              withImmutableHeaders(new Request(request)),
-              env,
-              ctx,
-            ),
+            callHandler(run, worker, entrypoint, "fetch", incomingRequest(request), env, ctx),
         }) as Promise<unknown>
       ).then((response) =>
         response instanceof Response ? fetchedOverBinding(response, request) : response,
