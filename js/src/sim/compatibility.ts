@@ -53,3 +53,27 @@ export function nodeGlobals(config: Compatibility): boolean {
   if (onByDefault(config, "nodejs_compat_v2")) return true;
   return flags.includes("nodejs_compat") && (config?.compatibilityDate ?? "") >= "2024-09-23";
 }
+
+/**
+ * Whether workerd takes `cache` in a Request's init (`cache_option_enabled`, on by default from
+ * the compatibility date 2024-11-11 unless `cache_option_disabled`). Without it, any `cache`
+ * other than `undefined` is refused; with it, only `"no-store"` is taken.
+ */
+export function cacheOption(config: Compatibility): boolean {
+  const flags = config?.compatibilityFlags ?? [];
+  if (flags.includes("cache_option_enabled")) return true;
+  if (flags.includes("cache_option_disabled")) return false;
+  return (config?.compatibilityDate ?? "") >= "2024-11-11";
+}
+
+/**
+ * workerd's error for a `cache` it does not take (compared with Miniflare 4.20260426): it names
+ * the init field before the option exists, the mode after; `undefined` for one it takes.
+ */
+export function cacheRefusal(config: Compatibility, cache: unknown): Error | undefined {
+  if (cache === undefined) return undefined;
+  if (!cacheOption(config))
+    return new Error("The 'cache' field on 'RequestInitializerDict' is not implemented.");
+  if (cache === "no-store") return undefined;
+  return new TypeError(`Unsupported cache mode: ${String(cache)}`);
+}

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { OutboundHandlers } from "../cloudflare.ts";
 import { InputError } from "../errors.ts";
+import type { WorkerConfig } from "../load/wrangler.ts";
 import type { RunContext } from "./context.ts";
 import type { EffectOptions } from "./effect-scope.ts";
 import { findHandler, outboundFetch } from "./outbound.ts";
@@ -14,12 +15,16 @@ interface Made {
  * A fake run: `current` is an invocation whose effects run at once (or, with `transient`, run
  * their transient alternative); `made` lists the effects, `failures` what `fail` got.
  */
-function fakeRun(scripts: OutboundHandlers[], options: { transient?: boolean; global?: boolean } = {}) {
+function fakeRun(
+  scripts: OutboundHandlers[],
+  options: { transient?: boolean; global?: boolean; config?: Partial<WorkerConfig> } = {},
+) {
   const made: Made[] = [];
   const failures: Error[] = [];
   const invocation = {
     id: "req-1#1",
     invocation: "req-1#1",
+    worker: "shop",
     effect<T>(
       label: string,
       perform: (effect: number) => T | Promise<T>,
@@ -32,7 +37,11 @@ function fakeRun(scripts: OutboundHandlers[], options: { transient?: boolean; gl
   };
   const run = {
     current: options.global ? undefined : invocation,
-    world: { outbound: scripts, file: "/scenarios/pay.sim.ts" },
+    world: {
+      outbound: scripts,
+      file: "/scenarios/pay.sim.ts",
+      workers: [{ name: "shop", config: options.config ?? { compatibilityDate: "2025-01-01" } }],
+    },
     fail(error: Error) {
       failures.push(error);
     },
@@ -151,6 +160,34 @@ describe("outbound fetch", () => {
     const error = await rejection(outboundFetch(run, "/relative", undefined));
     expect(error).toBeInstanceOf(TypeError);
     expect(made).toEqual([]);
+  });
+
+  it("takes cache: no-store only, and no cache at all before the compatibility date that brought it", async () => {
+    const scripts = [{ "https://api.example/": () => new Response("fresh") }];
+    const current = fakeRun(scripts);
+    const answered = await outboundFetch(current.run, "https://api.example/", { cache: "no-store" });
+    expect(await answered.text()).toBe("fresh");
+    const mode = await rejection(outboundFetch(current.run, "https://api.example/", { cache: "no-cache" }));
+    expect(mode).toBeInstanceOf(TypeError);
+    expect(mode.message).toBe("Unsupported cache mode: no-cache");
+    expect(current.made).toHaveLength(1);
+
+    for (const config of [
+      { compatibilityDate: "2024-11-10" },
+      { compatibilityDate: "2025-01-01", compatibilityFlags: ["cache_option_disabled"] },
+    ]) {
+      const old = fakeRun(scripts, { config });
+      const refused = await rejection(outboundFetch(old.run, "https://api.example/", { cache: "no-store" }));
+      expect(refused.message).toBe("The 'cache' field on 'RequestInitializerDict' is not implemented.");
+      expect(old.made).toHaveLength(0);
+      const plain = await outboundFetch(old.run, "https://api.example/", { cache: undefined });
+      expect(await plain.text()).toBe("fresh");
+    }
+    const flagged = fakeRun(scripts, {
+      config: { compatibilityDate: "2024-01-01", compatibilityFlags: ["cache_option_enabled"] },
+    });
+    const taken = await outboundFetch(flagged.run, "https://api.example/", { cache: "no-store" });
+    expect(await taken.text()).toBe("fresh");
   });
 
   it("follows a redirect to another script, turning a 303 into a GET", async () => {

@@ -18,6 +18,7 @@
 import type { OutboundHandlers } from "../cloudflare.ts";
 import type { FootprintEntry } from "../engine.ts";
 import { InputError, SimulationError } from "../errors.ts";
+import { cacheRefusal } from "./compatibility.ts";
 import type { RunContext } from "./context.ts";
 import { GLOBAL_SCOPE } from "./globals.ts";
 import { fetched } from "./immutable-headers.ts";
@@ -50,6 +51,9 @@ interface Match {
 export function outboundFetch(run: RunContext, input: unknown, init: unknown): Promise<Response> {
   const invocation = run.current;
   if (!invocation) return refusedAtImport();
+  const worker = run.world.workers.find((w) => w.name === invocation.worker);
+  const refused = cacheRefusal(worker?.config, (init as { cache?: unknown } | null | undefined)?.cache);
+  if (refused) return Promise.reject(refused);
   let request: Request;
   try {
     // Built before the effect, as the runtime does: a bad URL or init rejects at once.
