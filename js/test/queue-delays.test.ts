@@ -22,3 +22,10 @@ it("says in the trace how long each delivery waited for its delay", async () => 
   expect(result.trace).toContain("batch-1#2 waits 5 s for its messages' retry delay to pass");
   expect(result.trace).toContain("batch-1#3 waits 30 s for its messages' retry delay to pass");
 });
+
+it("lets no message wait for another's retry delay, at one invocation at a time and at two", async () => {
+  for (const name of ["held-back.sim.ts", "held-back.concurrent.sim.ts"]) {
+    const result = await check(new URL(`./fixtures/queue-delays/${name}`, import.meta.url).pathname);
+    expect(result.verdict, result.verdict === "VIOLATED" ? result.message : "").toBe("BOUNDED");
+  }
+});

@@ -49,8 +49,9 @@ export interface PlatformWork {
    */
   readonly limit?: { readonly group: string; readonly max: number };
   /**
-   * When the work is due on the run's clock (an alarm's time); undefined when it is due now.
-   * Asked only when a driver's event waits for a later time, which goes before work due after it.
+   * When the work is due on the run's clock (an alarm's time, the end of a queue message's
+   * delay); undefined when it is due now. Work due now starts in the order it was scheduled;
+   * otherwise the work due first starts first, and a driver's event goes before work due after it.
    */
   dueMs?(): number | undefined;
   run(context: RunContext, id: string): Promise<void>;

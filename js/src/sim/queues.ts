@@ -389,11 +389,25 @@ function scheduleBatch(run: RunContext, queue: SimQueue): void {
   run.later({
     kind: "batch",
     ...consumerLimit(queue),
+    // The batch starts once its first message is visible (a message sent with a delay).
+    dueMs: () =>
+      messagesVisibleAt(run, "SELECT MIN(visible_at) FROM messages WHERE lease IS NULL", queue, []),
     run: async (context, name) => {
       waiting.delete(queue.name);
       await deliverNewBatch(context, queue, name);
     },
   });
+}
+
+/** The time `sql` reads from the queue's messages (a MIN or MAX of `visible_at`); undefined for none. */
+function messagesVisibleAt(
+  run: RunContext,
+  sql: string,
+  queue: SimQueue,
+  params: unknown[],
+): number | undefined {
+  const value = run.engine.d1Run(queue.store, sql, params, true).rows[0]?.[0];
+  return typeof value === "number" ? value : undefined;
 }
 
 /** A consumer's `max_concurrency`: its batches, first deliveries and retries alike, live at once at most. */
@@ -512,12 +526,17 @@ async function deliverLeased(
     run.retryRefused?.(name, delivery + 1, maxRetries + 1, follows);
   }
   if (retried) {
+    // The retry goes out once its messages' retry delays have passed.
+    const dueMs = messagesVisibleAt(run, "SELECT MAX(visible_at) FROM messages WHERE lease = ?1", queue, [
+      name,
+    ]);
     run.later({
       // The run names platform work by its kind; a redelivery keeps the batch's own name
       // (`batch-1#2`), so the name the run offers here is not used.
       kind: "redelivery",
       invocation: `${name}#${delivery + 1}`,
       ...consumerLimit(queue),
+      dueMs: () => dueMs,
       run: (context) => deliverLeased(context, queue, name, delivery + 1),
     });
   }

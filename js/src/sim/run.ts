@@ -536,9 +536,12 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private async drainPlatformWork(next?: SimEvent): Promise<void> {
     const until = next?.atMs;
     for (;;) {
-      const at = this.pending.findIndex((w) => until === undefined || dueBy(w, until));
-      const [work] = at < 0 ? [] : this.pending.splice(at, 1);
+      const work = nextDue(
+        this.pending.filter((w) => until === undefined || dueBy(w, until)),
+        this.nowMs(),
+      );
       if (!work) return;
+      this.pending.splice(this.pending.indexOf(work), 1);
       this.countPlatformWork();
       const n = (this.platformCounts.get(work.kind) ?? 0) + 1;
       this.platformCounts.set(work.kind, n);
@@ -589,10 +592,13 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       const timer = this.timerStep(later);
       if (timer) steps.push(timer);
       if (this.tasks < this.concurrency) {
-        const work = this.pending.find(
-          (w) =>
-            (!w.limit || (this.groupTasks.get(w.limit.group) ?? 0) < w.limit.max) &&
-            (later === undefined || dueBy(w, later)),
+        const work = nextDue(
+          this.pending.filter(
+            (w) =>
+              (!w.limit || (this.groupTasks.get(w.limit.group) ?? 0) < w.limit.max) &&
+              (later === undefined || dueBy(w, later)),
+          ),
+          this.nowMs(),
         );
         if (index !== undefined && (later === undefined || (steps.length === 0 && !work))) {
           steps.push(this.eventStep(index, () => next++));
@@ -1350,6 +1356,25 @@ function codeFootprint(invocation: Invocation): FootprintEntry[] {
     footprint.push({ resource: at.resource, write: true }, { resource: PLATFORM_WORK, write: true });
   }
   return footprint.length > 0 ? footprint : [{ resource: `code:${invocation.id}`, write: true }];
+}
+
+/**
+ * The platform work to start next among `candidates`: the first scheduled of those due by
+ * `nowMs`, else the one that falls due first (the first scheduled on a tie), as the platform
+ * starts each piece of work when its time comes, whatever was scheduled before it.
+ */
+function nextDue(candidates: readonly PlatformWork[], nowMs: number): PlatformWork | undefined {
+  let first: PlatformWork | undefined;
+  let firstDueMs = Number.POSITIVE_INFINITY;
+  for (const work of candidates) {
+    const due = work.dueMs?.();
+    if (due === undefined || due <= nowMs) return work;
+    if (due < firstDueMs) {
+      first = work;
+      firstDueMs = due;
+    }
+  }
+  return first;
 }
 
 /** Whether `work` is due by `atMs` on the run's clock (work that names no time is due now). */
