@@ -23,6 +23,7 @@
  * only when no step is left that could wake it.
  */
 
+import { AsyncLocalStorage } from "node:async_hooks";
 import { stripVTControlCharacters } from "node:util";
 import type { OutboundRequest } from "../cloudflare.ts";
 import type { SimEvent } from "../drivers/event.ts";
@@ -39,6 +40,7 @@ import { isRpcTarget } from "./clone.ts";
 import { nodejsCompat } from "./compatibility.ts";
 import type {
   ClientResponse,
+  Env,
   Exports,
   InvocationCall,
   Outcome,
@@ -133,6 +135,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private readonly parked: ParkedEffect[] = [];
   private readonly live = new Set<Invocation>();
   private readonly exports = new Map<SimWorker, Exports>();
+  /** Each Worker's env in this run: one object for every request, as workerd gives it. */
+  private readonly envs = new Map<SimWorker, Env>();
   private readonly pending: PlatformWork[] = [];
   /** Interleaved runs: platform work of each limited group under way (`PlatformWork.limit`). */
   private readonly groupTasks = new Map<string, number>();
@@ -517,7 +521,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   /** Evaluates a Worker's module anew, so no module state survives from an earlier run. */
   private instantiate(worker: SimWorker): void {
     this.resume(undefined, `init:${worker.name}`);
-    const moduleEnv = buildEnv(this, worker, this.ambientScope());
+    // The `env` of `cloudflare:workers` is an object of its own, with the same bindings.
+    const moduleEnv = { ...this.envOf(worker) };
     this.instantiating = worker;
     try {
       const exports = worker.module.instantiate(runtimeModules(() => moduleEnv));
@@ -1002,11 +1007,11 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       },
       props: call.props ?? {},
     };
-    const env = buildEnv(this, call.worker, invocation);
+    const env = this.envOf(call.worker);
     this.resume(invocation);
     let answered: Promise<unknown>;
     try {
-      answered = Promise.resolve(call.body(ctx, env, invocation));
+      answered = Promise.resolve(invocationContext.run(invocation, () => call.body(ctx, env, invocation)));
     } catch (error) {
       answered = Promise.reject(error);
     }
@@ -1033,17 +1038,37 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    * invocation that is running; at import time there is none, and I/O is refused as it is in
    * production.
    */
+  /**
+   * The env `worker`'s handlers get in this run: made once, as workerd gives every request the
+   * same env and the same binding objects (a client a module keeps from its first request
+   * serves the next ones).
+   */
+  private envOf(worker: SimWorker): Env {
+    let env = this.envs.get(worker);
+    if (!env) {
+      env = buildEnv(this, worker, this.ambientScope());
+      this.envs.set(worker, env);
+    }
+    return env;
+  }
+
+  /**
+   * The scope of the bindings a Worker's env holds: a call is an effect of the invocation whose
+   * code makes it, the request its async context descends from (as workerd ties I/O to the
+   * request it runs in), or else the one the run resumed last.
+   */
   private ambientScope(): EffectScope {
-    const run = this;
+    const caller = () => invocationContext.getStore() ?? this.running;
     return {
       get invocation() {
-        return run.running?.id ?? "init";
+        return caller()?.id ?? "init";
       },
       effect(label, perform, options) {
-        if (!run.running) {
+        const invocation = caller();
+        if (!invocation) {
           return Promise.reject(new Error(`Disallowed operation called within global scope: ${label}`));
         }
-        return run.running.effect(label, perform, options);
+        return invocation.effect(label, perform, options);
       },
     };
   }
@@ -1376,6 +1401,9 @@ function nextDue(candidates: readonly PlatformWork[], nowMs: number): PlatformWo
   }
   return first;
 }
+
+/** The invocation whose handler, or work it started, is running: the async context it descends from. */
+const invocationContext = new AsyncLocalStorage<Invocation>();
 
 /** Whether `work` is due by `atMs` on the run's clock (work that names no time is due now). */
 function dueBy(work: PlatformWork, atMs: number): boolean {
