@@ -195,6 +195,23 @@ describe("races in Workers eutaxy has not seen", () => {
   }
 });
 
+describe("a race on a table the Worker creates on first use", () => {
+  it("is VIOLATED with no fault: what statements touch is read again once the table exists", async () => {
+    const result = violated(await check(race("lazy-table/signup.sim.ts")));
+    expect(result.invariant).toBe("one-account-per-email");
+    expect(result.faults).toEqual([]);
+    expect(result.eventsKept).toEqual(["req-1", "req-2", "req-3"]);
+  });
+
+  it("is BOUNDED with one invocation at a time", async () => {
+    expect((await check(interleaved(race("lazy-table/signup.sim.ts"), 1))).verdict).toBe("BOUNDED");
+  });
+
+  it("its fix, a unique address and an insert that keeps the first, is BOUNDED", async () => {
+    expect((await check(race("lazy-table/signup.fixed.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+});
+
 describe("a queue consumer that races the request that queued its message", () => {
   it("is VIOLATED with no fault: the batch looks the order up before the request records it", async () => {
     const result = violated(await check(fixture("queue-mail/mail.sim.ts")));

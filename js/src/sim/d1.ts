@@ -67,8 +67,29 @@ const FIRST_PRIMARY = "first-primary";
  * `DB`, or `payments/DB` for a callee's). Every call that reaches the database is one effect of
  * `scope`.
  */
-export function createD1Database(db: string, scope: EffectScope, engine: D1Engine): D1Database {
-  return new SimD1Database(new Connection(db, scope, engine));
+export function createD1Database(
+  db: string,
+  scope: EffectScope,
+  engine: D1Engine,
+  schema: SchemaWatch = newSchemaWatch(),
+): D1Database {
+  return new SimD1Database(new Connection(db, scope, engine, schema));
+}
+
+/**
+ * What a run knows of a database's schema, shared by every binding of it in the run. Footprints
+ * are remembered for the whole check only as the schema was when runs start; once a statement
+ * the footprint cannot tell apart has run (a `CREATE TABLE` on first use, a trigger added), the
+ * tables a statement touches may have changed, so the run asks the engine again, remembering
+ * answers only until the next such statement.
+ */
+export interface SchemaWatch {
+  changed: boolean;
+  readonly footprints: Map<string, FootprintEntry[]>;
+}
+
+export function newSchemaWatch(): SchemaWatch {
+  return { changed: false, footprints: new Map() };
 }
 
 /** What every session of one binding shares: the database, the effects, the bookmark counter. */
@@ -80,6 +101,7 @@ class Connection {
     readonly db: string,
     readonly scope: EffectScope,
     private readonly engine: D1Engine,
+    private readonly schema: SchemaWatch,
   ) {}
 
   /** One statement as one effect; rejects with D1's `D1_ERROR: …` when the engine throws. */
@@ -88,6 +110,7 @@ class Connection {
       this.label(method),
       () => {
         if (isBlank(spec.sql)) throw d1Error(NO_STATEMENTS);
+        this.running([spec.sql]);
         const result = engineCall(() => this.engine.d1Run(this.db, spec.sql, spec.params));
         this.answered++;
         return result;
@@ -107,6 +130,7 @@ class Connection {
       () => {
         // D1 rejects an empty batch; the check happens on D1's side, after the round trip.
         if (specs.length === 0 || specs.some((spec) => isBlank(spec.sql))) throw d1Error(NO_STATEMENTS);
+        this.running(specs.map((spec) => spec.sql));
         const results = engineCall(() => this.engine.d1Batch(this.db, specs));
         this.answered++;
         return results;
@@ -138,6 +162,7 @@ class Connection {
         // D1 drops blank lines; with none left it answers as for an empty batch.
         const statements = lines.filter((line) => !isBlank(line));
         if (statements.length === 0) fail(NO_STATEMENTS);
+        this.running(statements);
         for (const line of statements) {
           try {
             this.engine.d1Exec(this.db, line);
@@ -179,8 +204,23 @@ class Connection {
     return entries;
   }
 
-  /** What one statement touches, from the engine once per check, database and text. */
+  /**
+   * Notes statements about to run: one whose footprint is unknown may change the schema, and
+   * with it what the statements after it touch.
+   */
+  private running(statements: readonly string[]): void {
+    if (statements.some((sql) => this.statementFootprint(sql).length === 0)) {
+      this.schema.changed = true;
+      this.schema.footprints.clear();
+    }
+  }
+
+  /**
+   * What one statement touches, from the engine once per check, database and text while the
+   * schema is as runs start, and once per schema after a run changed it.
+   */
   private statementFootprint(sql: string): readonly FootprintEntry[] {
+    if (this.schema.changed) return this.askedFootprint(this.schema.footprints, sql);
     let byDb = footprints.get(this.engine);
     if (!byDb) {
       byDb = new Map();
@@ -191,6 +231,11 @@ class Connection {
       known = new Map();
       byDb.set(this.db, known);
     }
+    return this.askedFootprint(known, sql);
+  }
+
+  /** What `known` remembers of `sql`, else what the engine answers, remembered there. */
+  private askedFootprint(known: Map<string, FootprintEntry[]>, sql: string): readonly FootprintEntry[] {
     let footprint = known.get(sql);
     if (!footprint) {
       try {

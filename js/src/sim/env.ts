@@ -5,7 +5,7 @@
 
 import { InputError } from "../errors.ts";
 import type { Env, RunContext } from "./context.ts";
-import { createD1Database } from "./d1.ts";
+import { createD1Database, newSchemaWatch } from "./d1.ts";
 import { createDurableObjectNamespace } from "./durable-objects.ts";
 import type { EffectScope } from "./effect-scope.ts";
 import { createKvNamespace } from "./kv.ts";
@@ -38,7 +38,12 @@ export function buildEnv(run: RunContext, worker: SimWorker, scope: EffectScope)
   for (const [name, spec] of worker.bindings) {
     switch (spec.kind) {
       case "d1":
-        env[name] = createD1Database(spec.store, scope, run.engine);
+        env[name] = createD1Database(
+          spec.store,
+          scope,
+          run.engine,
+          run.memo(`d1-schema:${spec.store}`, newSchemaWatch),
+        );
         break;
       case "service":
         env[name] = createServiceBinding(
