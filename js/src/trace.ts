@@ -61,8 +61,9 @@ const REDELIVER = new RegExp(`^redeliver (${INVOCATION})(?:: refused, (.*))?$`);
 const EFFECT = new RegExp(
   `^(${INVOCATION}) effect #(\\d+) (?!failed: )(.*): (proceed|crash_before|crash_after|transient_error|lost_response)$`,
 );
-const OUTCOME = new RegExp(`^(${INVOCATION}) (returned|answered|died|threw|finished)(?: (.*))?$`);
-const OTHER = new RegExp(`^(${INVOCATION}) (.*)$`);
+// `s`: what a Worker threw or answered may span lines (a query library's error quotes its SQL).
+const OUTCOME = new RegExp(`^(${INVOCATION}) (returned|answered|died|threw|finished)(?: (.*))?$`, "s");
+const OTHER = new RegExp(`^(${INVOCATION}) (.*)$`, "s");
 /** `  KV:<binding> <what it did>`: indented like a D1 statement, named by its binding. */
 const CALL = /^ {2}([A-Z][A-Za-z]*:\S+ .*)$/s;
 /** `  D1 <db>: <sql>[ [params]] -> <outcome>`, `  D1 <db> batch[i]: …`, `  D1 <db> exec: …`. */

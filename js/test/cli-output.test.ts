@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { check } from "../src/check.ts";
 import { type Progress, progressLine } from "../src/progress.ts";
 import { renderReport } from "../src/report.ts";
-import { renderTrace } from "../src/trace.ts";
+import { parseStep, renderTrace } from "../src/trace.ts";
 import { tempFolder } from "./files.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
@@ -477,6 +477,21 @@ describe("a run step by step", () => {
     expect(malformed.code).toBe(2);
     expect(malformed.stderr).toMatch(/run seed 'not-a-seed' is malformed/);
     expect(malformed.stderr).not.toMatch(/^\s+at /m);
+  });
+
+  it("reads an outcome whose text spans lines (a query library's error) as the outcome it is", () => {
+    const threw = "Error: Failed query: insert into users\nparams: ada@example.com";
+    expect(parseStep(`req-2#1 threw ${threw}`)).toEqual({
+      kind: "outcome",
+      invocation: "req-2#1",
+      what: "threw",
+      detail: threw,
+    });
+    expect(parseStep("req-2#1 hung: waiting\non a lock")).toEqual({
+      kind: "other",
+      invocation: "req-2#1",
+      text: "hung: waiting\non a lock",
+    });
   });
 
   it("shows a line it does not know as it is, and a batch's statements under their effect", () => {
