@@ -761,6 +761,10 @@ impl Check {
     ) -> Result<Vec<RawResult>> {
         d1::set_now_ms(self.sql_now_ms());
         let result = self.databases.batch_as(db, statements, traced.source());
+        let failed = result
+            .as_ref()
+            .err()
+            .and_then(|e| failed_statement(e.message()));
         for (i, statement) in statements.iter().enumerate() {
             let outcome = match &result {
                 Ok(results) => results.get(i).ok_or(()),
@@ -771,9 +775,11 @@ impl Check {
                 continue;
             }
             self.run.trace_with(|| {
-                let outcome = match &result {
-                    Ok(results) => results.get(i).map_or_else(String::new, describe_result),
-                    Err(e) => format!("rolled back: {e}"),
+                let outcome = match (&result, failed) {
+                    (Ok(results), _) => results.get(i).map_or_else(String::new, describe_result),
+                    (Err(_), Some((at, message))) if at == i => format!("error: {message}"),
+                    (Err(_), Some((at, _))) => format!("rolled back: batch[{at}] failed"),
+                    (Err(e), None) => format!("rolled back: {e}"),
                 };
                 format!(
                     "  {} batch[{i}]: {}{} -> {outcome}",
@@ -1153,6 +1159,15 @@ impl Check {
             None => Ok(()),
         }
     }
+}
+
+/// The statement a batch failed at, counted from 0 as a batch's trace lines are, and its error
+/// without the `statement <n>: ` the engine prefixes it with (counted from 1, as D1's are).
+fn failed_statement(message: &str) -> Option<(usize, &str)> {
+    let rest = message.strip_prefix("statement ")?;
+    let (number, error) = rest.split_once(": ")?;
+    let number: usize = number.parse().ok()?;
+    Some((number.checked_sub(1)?, error))
 }
 
 #[cfg(test)]

@@ -750,3 +750,44 @@ fn databases_opened_in_a_run_end_with_it() {
     assert!(!check.d1_exists("DO:COUNTER/a"));
     assert!(check.d1_exists("payments/DB"));
 }
+
+#[test]
+fn a_failed_batch_is_traced_at_the_statement_that_failed_counted_as_its_lines_are() {
+    let base = format!("{:016x}", fnv1a("checkout"));
+    let mut config = config(1, 1, 0);
+    config.replay = Some(format!("{base}:1:-:0"));
+    let mut check = Check::new(config).unwrap();
+    check.d1_open("DB").unwrap();
+    check
+        .d1_setup("DB", "CREATE TABLE t (x NOT NULL);")
+        .unwrap();
+    check.seal().unwrap();
+    check.next_run(0).unwrap().expect("the replayed run");
+    let statement = |sql: &str| crate::d1::Statement {
+        sql: sql.to_string(),
+        params: Vec::new(),
+    };
+    let failed = check.d1_batch(
+        "DB",
+        &[
+            statement("INSERT INTO t VALUES (1)"),
+            statement("INSERT INTO t VALUES (NULL)"),
+            statement("INSERT INTO t VALUES (3)"),
+        ],
+    );
+    assert!(failed.is_err());
+    let lines: Vec<&str> = check
+        .trace_lines()
+        .iter()
+        .map(String::as_str)
+        .filter(|line| line.contains(" batch["))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "  D1 DB batch[0]: INSERT INTO t VALUES (1) -> rolled back: batch[1] failed",
+            "  D1 DB batch[1]: INSERT INTO t VALUES (NULL) -> error: NOT NULL constraint failed: t.x: SQLITE_CONSTRAINT",
+            "  D1 DB batch[2]: INSERT INTO t VALUES (3) -> rolled back: batch[1] failed",
+        ]
+    );
+}
