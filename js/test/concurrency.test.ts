@@ -262,6 +262,41 @@ describe("blockConcurrencyWhile with more than one call waiting (examples/seats-
   });
 });
 
+describe("a critical section that waits on a timer while another call waits at the gate (section-timer)", () => {
+  // workerd answers 1 and 2: the second call goes in once the first's section is done.
+  it.each(["tickets.sim.ts", "tickets.block.sim.ts"])(
+    "gives each call a number of its own: %s is BOUNDED",
+    async (scenario) => {
+      expect((await check(fixture(`section-timer/${scenario}`))).verdict).toBe("BOUNDED");
+    },
+  );
+
+  it("without a section, two calls get one number", async () => {
+    const result = violated(await check(fixture("section-timer/tickets.bare.sim.ts")));
+    expect(result.message).toBe("two calls got ticket 1");
+    expect(result.faults).toEqual([]);
+  });
+
+  it("runs the call let in at the gate as its own invocation: its timer and its binding call", async () => {
+    // req-2 arrives while req-1's transaction waits on its timer. Woken by req-1's step, the
+    // call's timer was once set as req-1's, dropped when req-1 answered, and the check ended as
+    // if the call waited on something outside the simulation.
+    const replay = "6aa8721575af428b:1,2:-:0:1.1/0=2.1";
+    const result = await check(fixture("section-timer/tickets.sim.ts"), { replay });
+    expect(result.verdict).toBe("HELD");
+    if (result.verdict !== "HELD") return;
+    const enters = result.trace.indexOf('req-2#1/0 enters Durable Object Tickets "desk", its gate open');
+    expect(enters).toBeGreaterThan(result.trace.indexOf("req-1#1/0 timer of 50 ms fired"));
+    expect(result.trace.slice(enters)).toEqual(
+      expect.arrayContaining([
+        "req-2#1/0 timer of 50 ms fired",
+        "req-2#1/0 effect #0 fetch POST https://board.example/: proceed",
+        "req-2#1 answered 200 2",
+      ]),
+    );
+  });
+});
+
 describe("an alarm set while the object's alarm handler runs", () => {
   it("waits for the handler to finish, as workerd queues it: one alarm at a time", async () => {
     // Jobs stored while the handler sends set a new alarm; had it rung at once, the handler

@@ -86,6 +86,11 @@ export interface RunContext {
   readonly world: World;
   /** The invocation whose code is running, if any. */
   readonly current: Invocation | undefined;
+  /**
+   * `invocation`'s code runs from here on: its binding calls, timers and random draws are its
+   * own. For code that another invocation's step woke (a call let in at a Durable Object's gate).
+   */
+  resume(invocation: Invocation): void;
   /** The run's virtual clock. */
   nowMs(): number;
   /**

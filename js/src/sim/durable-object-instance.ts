@@ -165,6 +165,10 @@ export async function serveCall(
     // macrotask turn each, in the order they came, so that the first runs until it waits on
     // I/O (and may block the object again) before the next looks.
     await new Promise((resolve) => real.setImmediate(resolve));
+    // What woke the call was another invocation's step (the one that ended the section), which
+    // the run still takes for the one running: from here on the code is this call's own, and so
+    // are the timers it sets, which end with their invocation.
+    run.resume(invocation);
     // Said as the call goes in after others' work: what it does next is its own.
     if (run.tracing && waitedForOthers && !live.gone && live.blockers.size === 0) {
       run.trace(

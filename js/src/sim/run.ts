@@ -1027,7 +1027,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     });
   }
 
-  private resume(invocation: Invocation | undefined, stream?: string): void {
+  resume(invocation: Invocation | undefined, stream?: string): void {
     this.running = invocation;
     this.stream = invocation?.id ?? stream ?? "init";
     stepped();
