@@ -254,7 +254,11 @@ async function exploreOnce(
         faults: bounds.maxFaultsPerRun > 0,
         answers: plan.splitAnswers ? "all" : "objects",
       });
-      await inRun(() => run.execute(plan));
+      try {
+        await inRun(() => run.execute(plan));
+      } catch (error) {
+        throw replayable(engine, error);
+      }
       if (run.moduleStateChanged) return { moduleState: run.moduleStateChanged };
       if (plan.phase === "explore") reach.add(run);
       if (plan.trace) engine.trace(FINAL_STATE);
@@ -376,6 +380,17 @@ function judgedIn<T>(engine: Engine, judge: () => T): T {
     }
     throw error;
   }
+}
+
+/**
+ * A failure of the simulation that ends the check in the middle of a run (an invocation stuck, a
+ * limit reached), with the run's seed as far as it went, as a violation gives it: --replay runs
+ * the same steps to the same point. A run that did not repeat itself (nondeterminism) has no seed
+ * that would.
+ */
+function replayable(engine: Engine, error: unknown): unknown {
+  if (!(error instanceof SimulationError) || error.message.startsWith("nondeterminism:")) return error;
+  return new SimulationError(`${error.message} (in run ${engine.runSeed()}, which --replay runs again)`);
 }
 
 /** The random stream the scenario's invariants draw from (`crypto`, `Math.random`). */

@@ -164,6 +164,10 @@ describe("a Worker that escapes the simulation", () => {
       expect(run.stderr).toMatch(
         /invocation req-1#1 of Worker sleeper is waiting on something outside the simulation/,
       );
+      // With the run it happened in, which replays to the same point.
+      const runSeed = /\(in run (\S+), which --replay runs again\)$/.exec(run.stderr.trimEnd())?.[1];
+      expect(runSeed).toBeDefined();
+      expect(eutaxy(["replay", `./${scenario}`, runSeed as string], escapes).stderr).toBe(run.stderr);
     });
   }
 });

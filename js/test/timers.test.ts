@@ -41,7 +41,7 @@ describe("timers on the run's clock", () => {
       const error = await check(fixture("busy-wait/busy.sim.ts"), { runtime }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(SimulationError);
       expect((error as Error).message).toBe(
-        "invocation req-1#1 of Worker busy read the clock 10,000,000 times without waiting for anything: it waits for time to pass in a loop, but the run's clock moves only when the code awaits (a binding call, a timer); production ends such a request at its CPU time limit",
+        "invocation req-1#1 of Worker busy read the clock 10,000,000 times without waiting for anything: it waits for time to pass in a loop, but the run's clock moves only when the code awaits (a binding call, a timer); production ends such a request at its CPU time limit (in run a2053aa1c78883ee:1:-:3, which --replay runs again)",
       );
     },
   );
