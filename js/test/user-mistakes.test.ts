@@ -79,6 +79,14 @@ describe("a scenario's mistakes in a custom invariant", () => {
     );
   });
 
+  it("reading a D1 binding by a name the scenario does not have, with the names it has", async () => {
+    const error = await failure(scenario(ok, '(s) => s.d1("shop/DB", "SELECT 1").length === 1'));
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toBe(
+      "invariant i: it reads D1 binding shop/DB, which the scenario does not have; the D1 bindings are DB",
+    );
+  });
+
   it("reading a KV value as a stream, or as a type KV does not have", async () => {
     const kv = { kv_namespaces: [{ binding: "CACHE", id: "cache" }] };
     const stream = await failure(scenario(ok, '(s) => s.kv("CACHE", "k", "stream") === null', "", kv));

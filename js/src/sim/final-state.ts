@@ -98,7 +98,10 @@ export function finalState(
   };
   return {
     // By any of the database's bindings: `admin/DB` reads the store it shares with `DB`.
-    d1: (db, sql, ...params) => rows(d1Store(world.workers, db), sql, params, db),
+    d1: (db, sql, ...params) => {
+      binding(db, "d1");
+      return rows(d1Store(world.workers, db), sql, params, db);
+    },
     kv: ((name: string, key: string, type?: unknown) => {
       const spec = binding(name, "kv");
       const as = kvStateType(world.file, name, key, type);
