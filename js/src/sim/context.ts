@@ -54,6 +54,8 @@ export interface PlatformWork {
    * otherwise the work due first starts first, and a driver's event goes before work due after it.
    */
   dueMs?(): number | undefined;
+  /** Whether the work has nothing left to do (its alarm deleted or set anew): then it never starts. */
+  gone?(): boolean;
   run(context: RunContext, id: string): Promise<void>;
 }
 

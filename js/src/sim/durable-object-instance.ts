@@ -470,6 +470,7 @@ function alarmHooks(run: RunContext, slot: ObjectSlot): StorageHooks {
           const alarm = readAlarm(slot.store);
           return alarm?.generation === generation ? alarm.time : undefined;
         },
+        gone: () => readAlarm(slot.store)?.generation !== generation,
         run: (context, id) => deliverAlarm(context, slot, generation, id),
       }),
     requireAlarmHandler: () => {
@@ -552,6 +553,7 @@ async function deliverAlarm(
     invocation: `${work}#${next}`,
     limit: { group: `alarm ${objectResource(slot)}`, max: 1 },
     dueMs: () => dueMs,
+    gone: () => readAlarm(slot.store)?.generation !== generation,
     run: (context) => deliverAlarm(context, slot, generation, work, next, dueMs),
   });
 }

@@ -432,6 +432,17 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     this.pending.push(work);
   }
 
+  /**
+   * Forgets the platform work left with nothing to do (an alarm deleted or set anew since it was
+   * scheduled): starting it would do nothing, and it takes no name, so the work that does start
+   * is named as the user counts it.
+   */
+  private dropGoneWork(): void {
+    for (let at = this.pending.length - 1; at >= 0; at--) {
+      if (this.pending[at]?.gone?.()) this.pending.splice(at, 1);
+    }
+  }
+
   memo<T>(key: string, create: () => T): T {
     if (!this.memos.has(key)) this.memos.set(key, create());
     return this.memos.get(key) as T;
@@ -541,6 +552,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private async drainPlatformWork(next?: SimEvent): Promise<void> {
     const until = next?.atMs;
     for (;;) {
+      this.dropGoneWork();
       const work = nextDue(
         this.pending.filter((w) => until === undefined || dueBy(w, until)),
         this.nowMs(),
@@ -597,6 +609,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       const timer = this.timerStep(later);
       if (timer) steps.push(timer);
       if (this.tasks < this.concurrency) {
+        this.dropGoneWork();
         const work = nextDue(
           this.pending.filter(
             (w) =>
