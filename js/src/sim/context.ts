@@ -96,6 +96,12 @@ export interface RunContext {
   /** The run's virtual clock. */
   nowMs(): number;
   /**
+   * How many macrotask turns the run loop has taken: Worker code that runs while it stays the
+   * same has not waited on anything the simulation schedules (a binding call, a timer), only on
+   * microtasks, so it never let the event loop run.
+   */
+  readonly eventLoopTurns: number;
+  /**
    * Moves the run's clock forward to `ms` (epoch milliseconds) if it is earlier: the platform's
    * own work starts at its time (an alarm at the time it was set for).
    */

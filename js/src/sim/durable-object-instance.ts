@@ -108,7 +108,12 @@ export function slotOf(
     slot = {
       namespace,
       id,
-      store: new ObjectStore(run.engine, store, `DO:${namespace.className}/${shortId(id)} SQL`),
+      store: new ObjectStore(
+        run.engine,
+        store,
+        `DO:${namespace.className}/${shortId(id)} SQL`,
+        () => run.eventLoopTurns,
+      ),
       live: undefined,
       runningAlarm: undefined,
     };
@@ -274,6 +279,8 @@ function serveOn(run: RunContext, slot: ObjectSlot, live: LiveObject, invocation
 /**
  * The live instance is gone; the next call constructs a fresh one. Storage keeps what was
  * committed, and nothing the old instance does reaches it any more:
+ * - the writes its code made since it last let the event loop run are dropped, as workerd had
+ *   not committed them (`ObjectStore.dropUnconfirmed`);
  * - its storage fails every call from now on with the abandon's error (Cloudflare's Known
  *   issues: an event of an instance that is no longer current "will receive an exception" when
  *   it accesses storage), and a `transaction()` it has open is rolled back, uncommitted;
@@ -287,6 +294,7 @@ export function reset(run: RunContext, slot: ObjectSlot, why: string, abandon: A
   const error = abandon.error();
   live.gone = error;
   live.end(resettingObject(anew(error)));
+  slot.store.dropUnconfirmed();
   slot.store.abandonSavepoints();
   run.trace(
     `Durable Object ${slot.namespace.className} ${shortId(slot.id)} reset (${why}): its in-memory state is gone`,
@@ -405,6 +413,8 @@ class SimDurableObjectState {
     const slot = this.#slot;
     const live = this.#live;
     const by = run.current;
+    // workerd runs the callback once the event loop has run: the writes before it are confirmed.
+    slot.store.confirm();
     const settled = (async () => callback())().catch((error: unknown) => {
       if (slot.live === live) {
         // workerd breaks the object's input gate and aborts it: the calls in flight and those

@@ -152,6 +152,7 @@ export class SimSqlStorage {
       throw new Error(`eutaxy runs at most ${STATEMENTS_PER_EXEC_MAX} statements per exec`);
     }
     const params = bindings.map(toBinding);
+    this.store.beforeWrite();
     let last: D1RawResult | undefined;
     let rowsRead = 0;
     let rowsWritten = 0;

@@ -9,11 +9,15 @@
  * 2 MB for key and value in SQLite-backed ones); workerd for the errors the docs do not word.
  *
  * The model of durability (the docs' "output gate"): a write takes effect in the store the moment
- * it is made and is never lost afterwards, whatever happens to the object or its invocation.
- * Cloudflare holds the object's outgoing messages until its writes are durable, so a caller
- * that saw an answer can rely on the writes made before it; a write whose answer nobody saw may
- * or may not have happened, which crash_after (the object ran, the caller never heard) and
- * crash_before (the object never saw the call) explore. `sync()` has nothing to wait for.
+ * it is made, and is confirmed once the object's code lets the event loop run (it waits on a
+ * binding call, a timer, a `blockConcurrencyWhile` or `transaction()`, `sync()`): workerd commits
+ * then. A reset before then (`ctx.abort()`, a `blockConcurrencyWhile` callback that throws) drops
+ * the writes not confirmed (`ObjectStore.dropUnconfirmed`); a confirmed write is never lost
+ * afterwards, whatever happens to the object or its invocation. Cloudflare holds the object's
+ * outgoing messages until its writes are durable, so a caller that saw an answer can rely on the
+ * writes made before it; a write whose answer nobody saw may or may not have happened, which
+ * crash_after (the object ran, the caller never heard) and crash_before (the object never saw
+ * the call) explore.
  *
  * Once the object is reset under the instance this storage belongs to, every call fails with the
  * reset's error (`StorageHooks.gone`): the old instance is no longer the object, and nothing it
@@ -102,6 +106,7 @@ export class SimDurableObjectStorage {
     return attempt(() => {
       this.#current("storage.put()");
       const writes = this.#encodeWrites(keyOrEntries, value);
+      this.#store.beforeWrite();
       applyWrites(this.#store, writes);
       this.#note(() =>
         typeof keyOrEntries === "string"
@@ -116,6 +121,7 @@ export class SimDurableObjectStorage {
       this.#current("storage.delete()");
       const many = Array.isArray(keys);
       const names = many ? keyList(keys, this.#sqlite) : [keyOf(keys, this.#sqlite)];
+      this.#store.beforeWrite();
       const deleted = applyWrites(
         this.#store,
         names.map((key): Write => [key, null]),
@@ -152,6 +158,7 @@ export class SimDurableObjectStorage {
   deleteAll(_options?: unknown): Promise<void> {
     return attempt(() => {
       this.#current("storage.deleteAll()");
+      this.#store.beforeWrite();
       if (this.#deleteAllDeletesAlarm) this.#changeAlarm({ time: null });
       if (!this.#sqlite) {
         this.#store.kvIfExists("DELETE FROM _cf_KV");
@@ -191,6 +198,8 @@ export class SimDurableObjectStorage {
     } catch (error) {
       return Promise.reject(error);
     }
+    // workerd runs the closure as a critical section, whose start lets the event loop run.
+    this.#store.confirm();
     const work = this.#sqlite
       ? () => this.#savepointTransaction(closure)
       : async () => {
@@ -199,6 +208,8 @@ export class SimDurableObjectStorage {
           // Reset meanwhile: its buffered writes are never applied.
           this.#current("storage.transaction() commit");
           txn.commit((change) => this.#changeAlarm(change));
+          // workerd's commit waits on I/O, and the object's writes are confirmed meanwhile.
+          this.#store.confirm();
           return result;
         };
     return this.#hooks.critical ? this.#hooks.critical(work) : work();
@@ -236,6 +247,8 @@ export class SimDurableObjectStorage {
     if (this.#syncDepth >= SYNC_DEPTH_MAX) {
       throw new Error(`eutaxy nests transactionSync at most ${SYNC_DEPTH_MAX} deep`);
     }
+    // Its savepoint inside the one holding this turn's writes, not around it.
+    this.#store.beforeWrite();
     const savepoint = `_cf_sync_${++this.#syncDepth}`;
     this.#store.own(`SAVEPOINT ${savepoint}`);
     try {
@@ -266,6 +279,7 @@ export class SimDurableObjectStorage {
       this.#current("storage.setAlarm()");
       const time = alarmTime(scheduledTime);
       this.#hooks.requireAlarmHandler();
+      this.#store.beforeWrite();
       this.#changeAlarm({ time });
       this.#note(() => `storage.setAlarm(${time})`);
     });
@@ -274,14 +288,18 @@ export class SimDurableObjectStorage {
   deleteAlarm(_options?: unknown): Promise<void> {
     return attempt(() => {
       this.#current("storage.deleteAlarm()");
+      this.#store.beforeWrite();
       this.#changeAlarm({ time: null });
       this.#note(() => "storage.deleteAlarm()");
     });
   }
 
-  /** Writes are durable when made (see the model above), so there is nothing to wait for. */
+  /** Waits for the writes made so far to be confirmed (see the model above), which takes no time. */
   sync(): Promise<void> {
-    return attempt(() => this.#current("storage.sync()"));
+    return attempt(() => {
+      this.#current("storage.sync()");
+      this.#store.confirm();
+    });
   }
 
   // Point-in-time recovery and the synchronous KV API: a Worker that reaches them ends the check,

@@ -60,6 +60,9 @@ const NO_ROWS: D1RawResult = {
   changedDb: false,
 };
 
+/** The savepoint that holds the writes not confirmed yet (`beforeWrite`). */
+const UNCONFIRMED = "_eutaxy_unconfirmed";
+
 /** An open savepoint of an asynchronous transaction (`beginSavepoint`). */
 export interface Savepoint {
   readonly name: string;
@@ -85,12 +88,20 @@ export class ObjectStore {
   private readonly values = new Map<string, Uint8Array | null>();
   /** Savepoints of asynchronous transactions open now, outermost first. */
   private readonly savepoints: Savepoint[] = [];
+  /** The event loop turn whose writes `UNCONFIRMED` holds, while it is open. */
+  private unconfirmedTurn: number | undefined;
 
-  /** `label`: how traces name the store, once an object's run opens it (`DO:Room/"lobby" SQL`, as its storage calls are named). */
+  /**
+   * `label`: how traces name the store, once an object's run opens it (`DO:Room/"lobby" SQL`, as
+   * its storage calls are named). `eventLoopTurn`: the run's count of event loop turns, for an
+   * object's store, whose writes are confirmed only once its code lets the event loop run
+   * (`beforeWrite`); a store only read (an invariant's) needs none.
+   */
   constructor(
     private readonly engine: StoreEngine,
     readonly name: string,
     private readonly label?: string,
+    private readonly eventLoopTurn?: () => number,
   ) {}
 
   /** The object's own SQL (`ctx.storage.sql`), shown in the trace as it ran. */
@@ -187,10 +198,56 @@ export class ObjectStore {
   }
 
   /**
+   * Before a write of the object's code: holds the writes of this turn of the event loop in a
+   * savepoint, confirming those of an earlier turn. workerd commits an object's writes (ActorSqlite's
+   * implicit transaction; ActorCache's flush too) once its code lets the event loop run, that is,
+   * once it waits on anything but microtasks, and a reset before then drops them
+   * (`dropUnconfirmed`). Writes inside a `transaction()` are left to its own savepoint, which the
+   * reset rolls back; one opens only once the writes before it are confirmed (`beginSavepoint`),
+   * so that the two never interleave.
+   */
+  beforeWrite(): void {
+    if (!this.eventLoopTurn || this.savepoints.length > 0) return;
+    const turn = this.eventLoopTurn();
+    if (this.unconfirmedTurn === turn) return;
+    this.confirm();
+    this.own(`SAVEPOINT ${UNCONFIRMED}`);
+    this.unconfirmedTurn = turn;
+  }
+
+  /**
+   * Confirms the writes `beforeWrite` holds: the object's code waited for something that
+   * commits them in workerd (a `transaction()` beginning or committing, a
+   * `blockConcurrencyWhile` call, `sync()`).
+   */
+  confirm(): void {
+    if (this.unconfirmedTurn === undefined) return;
+    this.unconfirmedTurn = undefined;
+    this.own(`RELEASE ${UNCONFIRMED}`);
+  }
+
+  /**
+   * At a reset: drops the writes made since the object's code last let the event loop run,
+   * which workerd had not committed, and keeps those of earlier turns.
+   */
+  dropUnconfirmed(): void {
+    if (this.unconfirmedTurn === undefined) return;
+    if (this.unconfirmedTurn !== this.eventLoopTurn?.()) {
+      this.confirm();
+      return;
+    }
+    this.unconfirmedTurn = undefined;
+    this.own(`ROLLBACK TO ${UNCONFIRMED}`);
+    this.own(`RELEASE ${UNCONFIRMED}`);
+    this.forgetTables();
+  }
+
+  /**
    * Opens a savepoint for an asynchronous `transaction()` of a SQLite-backed object, named by its
    * depth as workerd names them, and answers it.
    */
   beginSavepoint(): Savepoint {
+    this.confirm();
     const savepoint = { name: `_cf_savepoint_${this.savepoints.length}` };
     this.own(`SAVEPOINT ${savepoint.name}`);
     this.savepoints.push(savepoint);

@@ -171,6 +171,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private readonly deadlines: Deadline[] = [];
   /** Effects the engine decided on in this run, whatever it decided. */
   effects = 0;
+  /** Macrotask turns taken (`turn`). */
+  eventLoopTurns = 0;
   /** The first delivery of a driver's event that threw, and what it threw, for the report. */
   firstThrow: { readonly invocation: string; readonly error: string } | undefined;
   /**
@@ -326,6 +328,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    */
   private async turn(): Promise<boolean> {
     await new Promise((resolve) => real.setImmediate(resolve));
+    this.eventLoopTurns++;
     if (this.failure) throw this.failure;
     const work = this.outsideWork.shift();
     if (!work) return false;
