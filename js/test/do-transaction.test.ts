@@ -70,6 +70,12 @@ describe("a Durable Object's storage.transaction()", () => {
     expect(result.trace[enters + 1]).toBe('  DO:A/"a" storage.get("price") -> "1200"');
   });
 
+  it("of a key-value-backed object holds only the writes made through txn, as production's ActorCache", async () => {
+    // The worker answers 500 naming each case that kept or read other than Miniflare's ActorCache.
+    const result = await check(fixture("key-value/direct-writes.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+  });
+
   it("keeps other calls out of the object until it settles", async () => {
     expect((await check(fixture("deposits.sim.ts"))).verdict).toBe("BOUNDED");
     const bare = violated(await check(fixture("deposits.bare.sim.ts")));

@@ -188,7 +188,9 @@ export class SimDurableObjectStorage {
    * A SQLite-backed object runs it in a savepoint, so every storage call the closure makes is part
    * of it, through `txn`, `ctx.storage` or `ctx.storage.sql` alike (docs: with SQLite "the txn
    * object is obsolete"). A key-value-backed object buffers the writes made through `txn` and
-   * applies them as one engine batch; its writes straight to `ctx.storage` are not part of it.
+   * applies them as one engine batch; its writes straight to `ctx.storage` are not part of it, as
+   * in production's `ActorCache`, whose transaction holds only `txn`'s writes (Miniflare runs such
+   * classes on the SQLite implementation unless its storage is in memory).
    */
   transaction<T>(
     closure: (txn: SimDurableObjectTransaction | SimSqliteTransaction) => Promise<T>,
