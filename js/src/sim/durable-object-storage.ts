@@ -59,6 +59,10 @@ import { notSimulated } from "./globals.ts";
 /** Nested `transactionSync` calls at most. */
 const SYNC_DEPTH_MAX = 100;
 
+/** workerd's error for `ctx.storage.sql` in a key-value-backed class (Miniflare 4.20260426), with its advice. */
+const SQL_NOT_ENABLED =
+  "SQL is not enabled for this Durable Object class. To enable it, change `new_classes` to `new_sqlite_classes` within the 'migrations' field in your wrangler.jsonc or wrangler.toml file. If using workerd directly,set `enableSql = true` in your workerd config for the class. Note that this change cannot be made after the class is already deployed to production.";
+
 export class SimDurableObjectStorage {
   readonly #store: ObjectStore;
   readonly #sqlite: boolean;
@@ -81,7 +85,7 @@ export class SimDurableObjectStorage {
   }
 
   get sql(): SimSqlStorage {
-    if (!this.#sqlite) throw new Error("SQL is not enabled for this Durable Object class.");
+    if (!this.#sqlite) throw new Error(SQL_NOT_ENABLED);
     this.#sql ??= new SimSqlStorage(this.#store, (call) => this.#current(call));
     return this.#sql;
   }
