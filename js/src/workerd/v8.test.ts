@@ -76,7 +76,14 @@ describe("the workerd host's node:v8", () => {
   });
 
   it("refuses what Node refuses, with Node's message", () => {
-    for (const value of [() => 1, Symbol("x"), Promise.resolve(), new WeakMap(), { method() {} }]) {
+    for (const value of [
+      () => 1,
+      Symbol("x"),
+      Promise.resolve(),
+      new WeakMap(),
+      { method() {} },
+      new Proxy({}, {}),
+    ]) {
       let message = "";
       try {
         v8.serialize(value);

@@ -1,18 +1,24 @@
 /**
  * `node:v8`'s `serialize`, `deserialize` and `DefaultDeserializer` for the simulation host inside
- * workerd, whose own `node:v8` does not implement them. The simulation keeps Durable Object values
- * and queue messages sent as "v8" as these bytes, and limits count them, so this writes the
+ * workerd, whose own `node:v8` does not implement them, and the writer of stored values on both
+ * runtimes (`serializeByValue`, js/src/sim/stored-clone.ts). The simulation keeps Durable Object
+ * values and queue messages sent as "v8" as these bytes, and limits count them, so this writes the
  * format Node's `v8.serialize` writes (V8's ValueSerializer, version 15, with Node's typed arrays
  * as host objects): the same values round-trip, the same values refuse to, with the same
  * messages, and sizes agree. Where V8 chooses by an internal representation (one- or two-byte
- * strings, small integers or heap numbers, packed or holey arrays) this chooses by the value,
- * which is what V8 does for every value built in the ordinary way. It reads values back as
- * js/src/sim/stored-clone.ts reads them on Node, as a structured clone gives them: each typed
- * array or DataView over a buffer of its own, a Buffer as a Uint8Array. The host's build aliases
- * `node:v8` here.
+ * strings, small integers or heap numbers, packed or holey arrays, arrays of doubles) this chooses
+ * by the value, which is what V8 does for every value built in the ordinary way. V8's own choice
+ * depends on what it learned running earlier code (an array a spread made holey as its call site
+ * learned, an object's field kept as a double since another object of its shape held one), so V8
+ * can write one value differently from one run to the next, where these bytes are the same
+ * whenever the value is: stored bytes feed each run's fingerprint, which a replay must reproduce.
+ * It reads values back as js/src/sim/stored-clone.ts reads them on Node, as a structured clone
+ * gives them: each typed array or DataView over a buffer of its own, a Buffer as a Uint8Array.
+ * The host's build aliases `node:v8` here.
  */
 
 import { Buffer } from "node:buffer";
+import { types } from "node:util";
 
 const VERSION = 15;
 
@@ -78,6 +84,9 @@ class Writer {
   private bytes = new Uint8Array(256);
   length = 0;
   private readonly ids = new Map<object, number>();
+
+  /** `v8Verdict`: see `serializeByValue`. */
+  constructor(private readonly v8Verdict?: (object: object) => void) {}
 
   private reserve(n: number): void {
     if (this.length + n <= this.bytes.length) return;
@@ -235,6 +244,11 @@ class Writer {
       this.varint(id);
       return;
     }
+    if (types.isProxy(object)) {
+      // V8 refuses every proxy, naming it by its target, which only V8 sees without its traps.
+      this.v8Verdict?.(object);
+      throw new Error("#<Object> could not be cloned.");
+    }
     if (object instanceof Promise || object instanceof WeakMap || object instanceof WeakSet) {
       throw cloneError(object);
     }
@@ -288,6 +302,10 @@ class Writer {
       this.tag("z");
       this.bigint(object.valueOf() as bigint);
     } else {
+      // V8 writes an ordinary object, a class instance included, as its own properties, and
+      // refuses the other kinds not recognized above (`arguments`, an iterator, a generator, a
+      // WeakRef, a SharedArrayBuffer), each of which has a tag of its own.
+      if (Object.prototype.toString.call(object) !== "[object Object]") this.v8Verdict?.(object);
       this.tag("o");
       const count = this.properties(object, Object.keys(object));
       this.tag("{");
@@ -366,7 +384,17 @@ function varintSize(n: number): number {
 
 /** Serializes `value` as Node's `v8.serialize` does. */
 export function serialize(value: unknown): Buffer {
-  const writer = new Writer();
+  return serializeByValue(value);
+}
+
+/**
+ * Serializes `value` as `serialize` does: bytes that depend on the value alone. `v8Verdict`, where
+ * V8 itself is at hand, throws V8's error for an object alone if V8 refuses it; the writer asks it
+ * of a proxy and of an object of a kind it does not recognize, which it otherwise writes as a
+ * plain object.
+ */
+export function serializeByValue(value: unknown, v8Verdict?: (object: object) => void): Buffer {
+  const writer = new Writer(v8Verdict);
   writer.header();
   writer.value(value);
   return writer.result();
