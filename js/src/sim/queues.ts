@@ -475,13 +475,6 @@ async function deliverLeased(
   const waitedMs = visibleAt - run.nowMs();
   run.advanceClockTo(visibleAt);
   const id = `${name}#${delivery}`;
-  // A delay the queue waited out moves the clock the consumer reads, which can be what breaks it
-  // (a message that expired meanwhile): the trace says so.
-  if (waitedMs > 0 && run.tracing) {
-    run.trace(
-      `${id} waits ${waitedMs / 1000} s for its messages' ${delivery > 1 ? "retry " : ""}delay to pass`,
-    );
-  }
   const metrics = backlog(engine, queue.store);
   const result = new BatchResult();
 
@@ -489,6 +482,13 @@ async function deliverLeased(
     worker: consumer.worker,
     work: `batch of queue ${queue.name}`,
     body: async (ctx, env, invocation) => {
+      // A delay the queue waited out moves the clock the consumer reads, which can be what breaks
+      // it (a message that expired meanwhile): the trace says so, first thing in the delivery.
+      if (waitedMs > 0 && run.tracing) {
+        run.trace(
+          `${id} waited ${waitedMs / 1000} s for its messages' ${delivery > 1 ? "retry " : ""}delay to pass`,
+        );
+      }
       const batch = messageBatch(queue.name, messages, metrics, result);
       const waits: Promise<unknown>[] = [];
       const handlerCtx: ExecutionContextLike = {
