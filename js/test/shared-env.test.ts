@@ -28,3 +28,14 @@ it("finds the race through a kept handle, each call made by the request that mad
     "req-1#1 effect #1 D1",
   ]);
 });
+
+it("makes a call as the request whose code makes it, woken by a promise another request started", async () => {
+  const result = await check(fixture("shared-promise.sim.ts"));
+  if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
+  const inserts = result.trace.flatMap((line, at) => {
+    const made = /^(req-\d)#1 effect #\d+ D1:DB run: proceed$/.exec(line);
+    return made ? [[made[1], result.trace[at + 1]?.match(/\["(req-\d) \(woken\)"\]/)?.[1]]] : [];
+  });
+  expect(inserts).toHaveLength(2);
+  for (const [by, inserted] of inserts) expect(inserted).toBe(by);
+});
