@@ -5,7 +5,9 @@
  * - An error the other side's code threw arrives as a new error, with `remote: true`. A
  *   standard type (by its name) is kept with its message; any other name becomes an `Error`
  *   whose message starts with it (`QuotaError: over quota`); a thrown non-error is an `Error`
- *   with its string. Its stack and own properties stay behind.
+ *   with the text V8 gives it (`#<Object>` for an object, `[object Array]` for an array). Its
+ *   stack and own properties stay behind, but for the flags the runtime reads: `retryable` and
+ *   `overloaded`, when truthy, arrive as `true` (`overloaded` alone when both are set).
  * - An error that reset a Durable Object (`ctx.abort()`, a throwing `blockConcurrencyWhile`
  *   callback) arrives with `durableObjectReset: true` instead, and breaks the stub it came
  *   through: every later call on that stub fails the same way, while a new stub reaches a fresh
@@ -43,13 +45,33 @@ export function rethrownOverRpc(error: unknown): Error {
   if (typeof error === "object" && error !== null && objectResets.has(error)) {
     return Object.assign(copy, { durableObjectReset: true });
   }
-  return Object.assign(copy, { remote: true });
+  Object.assign(copy, { remote: true });
+  if (typeof error === "object" && error !== null) {
+    const flags = error as { retryable?: unknown; overloaded?: unknown };
+    if (flags.overloaded) Object.assign(copy, { overloaded: true });
+    else if (flags.retryable) Object.assign(copy, { retryable: true });
+  }
+  return copy;
 }
 
 function copied(error: unknown): Error {
   if (error instanceof DOMException) return new DOMException(error.message, error.name);
-  if (!(error instanceof Error)) return new Error(String(error));
+  if (!(error instanceof Error)) return new Error(thrownText(error));
   return standardError(error.name, error.message) ?? new Error(`${error.name}: ${error.message}`);
+}
+
+/**
+ * What workerd makes the message of a thrown non-error (compared with Miniflare): V8's text for
+ * it, which names an object's constructor (`#<Object>`, `#<Order>`) rather than calling its
+ * `toString`, and tags an array or an object without a prototype.
+ */
+function thrownText(thrown: unknown): string {
+  if (typeof thrown !== "object" || thrown === null) return String(thrown);
+  if (Array.isArray(thrown)) return "[object Array]";
+  const prototype: unknown = Object.getPrototypeOf(thrown);
+  if (prototype === null) return "[object Object]";
+  const constructor = (prototype as { constructor?: { name?: unknown } }).constructor;
+  return `#<${typeof constructor?.name === "string" && constructor.name !== "" ? constructor.name : "Object"}>`;
 }
 
 /** The standard error types, which cross as themselves; others cross as `Error`. */
