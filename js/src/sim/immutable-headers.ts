@@ -91,6 +91,11 @@ export function incomingRequest(input: string | Request, init?: RequestInit): Re
   return new IncomingRequest(input, init);
 }
 
+/** Whether `request` is one a handler was given (its body a stream from its client). */
+export function isIncomingRequest(request: Request): boolean {
+  return request instanceof IncomingRequest;
+}
+
 /**
  * The response `fetch()` answers the Worker: `url` the request's (the last one's, after
  * redirects), `redirected` when it followed one, immutable headers.

@@ -57,7 +57,10 @@ export function outboundFetch(run: RunContext, input: unknown, init: unknown): P
   let request: Request;
   try {
     // Built before the effect, as the runtime does: a bad URL or init rejects at once.
-    request = new Request(input as ConstructorParameters<typeof Request>[0], init as RequestInit | undefined);
+    request = new Request(
+      input as ConstructorParameters<typeof Request>[0],
+      streamingInit(init) as RequestInit | undefined,
+    );
   } catch (error) {
     return Promise.reject(error);
   }
@@ -221,6 +224,18 @@ function redirected(request: Outgoing, status: number, location: string): Outgoi
     headers: withoutBodyHeaders(request.headers),
     body: null,
   };
+}
+
+/**
+ * `init` as Node's `Request` takes it: a body given as a stream needs `duplex: "half"` there,
+ * which workerd neither needs nor checks. An init that is not a plain object (a `Request`) is
+ * left as it is.
+ */
+export function streamingInit<T>(init: T): T {
+  if (typeof init !== "object" || init === null || Object.getPrototypeOf(init) !== Object.prototype)
+    return init;
+  const { body, duplex } = init as { body?: unknown; duplex?: unknown };
+  return body instanceof ReadableStream && duplex === undefined ? { ...init, duplex: "half" } : init;
 }
 
 /** Whether a redirect of `status` turns a `method` request into a GET without its body (Fetch standard). */

@@ -11,9 +11,15 @@ import { cloneValue } from "./clone.ts";
 import type { RunContext } from "./context.ts";
 import type { EffectScope } from "./effect-scope.ts";
 import { callHandler } from "./handlers.ts";
-import { fetchedOverBinding, incomingRequest } from "./immutable-headers.ts";
+import { fetchedOverBinding, incomingRequest, isIncomingRequest } from "./immutable-headers.ts";
 import { Invocation } from "./invocation.ts";
-import { REDIRECT_STATUSES, REDIRECTS_MAX, redirectsToGet, withoutBodyHeaders } from "./outbound.ts";
+import {
+  REDIRECT_STATUSES,
+  REDIRECTS_MAX,
+  redirectsToGet,
+  streamingInit,
+  withoutBodyHeaders,
+} from "./outbound.ts";
 import { notImplemented, rethrownOverRpc } from "./rpc-errors.ts";
 import { isEntrypointClass } from "./workers-module.ts";
 import type { ServiceTarget } from "./world.ts";
@@ -42,8 +48,9 @@ export function createServiceBinding(binding: string, scope: EffectScope, calls:
     );
   const fetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     // The request is built before the effect, as the runtime does, so a bad URL throws at once.
-    const request = new Request(input, init);
-    return send(request).then((response) => followed(request, response, send));
+    const request = new Request(input, streamingInit(init));
+    const again = resendable(input, init, request);
+    return send(request).then((response) => followed(request, response, send, again));
   };
   const connect = () => {
     throw new Error(`Service:${binding} connect(): sockets over service bindings are not simulated`);
@@ -64,17 +71,50 @@ export function createServiceBinding(binding: string, scope: EffectScope, calls:
   );
 }
 
+/** workerd's error for a redirect that would send a body made from a stream again. */
+const ONE_TIME_BODY =
+  "A request with a one-time-use body (it was initialized from a stream, not a buffer) encountered a redirect requiring the body to be retransmitted. To avoid this error in the future, construct this request from a buffer-like body initializer.";
+
+/** What a redirect that keeps the method sends again: no body, a body, or one it cannot. */
+type Resendable =
+  | { readonly body: null }
+  | { readonly body: () => Promise<RequestInit["body"]> }
+  | "one-time";
+
+/**
+ * Whether `fetch(input, init)`'s body can be sent again, as workerd decides it: a body made from
+ * a stream (a handler's own request's, or one given as a `ReadableStream`) is sent once; one made
+ * from a buffer (a string, bytes, a form) is kept. A `Request` the Worker made is taken as made
+ * from a buffer, its body read from a copy when needed.
+ */
+function resendable(
+  input: string | URL | Request,
+  init: RequestInit | undefined,
+  request: Request,
+): Resendable {
+  const given = init?.body;
+  if (given !== undefined && given !== null) {
+    if (given instanceof ReadableStream) return "one-time";
+    return { body: async () => given };
+  }
+  if (!(input instanceof Request) || request.body === null) return { body: null };
+  if (isIncomingRequest(input)) return "one-time";
+  const copy = request.clone();
+  return { body: () => copy.arrayBuffer() };
+}
+
 /**
  * A service binding's `fetch` follows the redirects its callee answers with, as workerd's does
  * (compared with Miniflare), each hop another call over the binding, with the Fetch standard's
- * method rewrites; `redirect: "manual"` hands the redirect back, `"error"` rejects. A redirect
- * that would send a request body again (a 307 or 308 of a POST) is handed back too: the body
- * went to the callee already.
+ * method rewrites; `redirect: "manual"` hands the redirect back, `"error"` rejects. A 307 or 308
+ * keeps the method and sends the body again, which a body made from a stream cannot be: that
+ * rejects with workerd's TypeError.
  */
 async function followed(
   first: Request,
   answer: Response,
   send: (request: Request) => Promise<Response>,
+  again: Resendable,
 ): Promise<Response> {
   let request = first;
   let response = answer;
@@ -88,11 +128,14 @@ async function followed(
     if (redirects + 1 > REDIRECTS_MAX) throw new TypeError("Too many redirects.");
     const url = new URL(location, request.url).href;
     const toGet = redirectsToGet(response.status, request.method);
-    if (!toGet && request.method !== "GET" && request.method !== "HEAD") return response;
+    const withBody = !toGet && request.method !== "GET" && request.method !== "HEAD";
+    if (withBody && again === "one-time") throw new TypeError(ONE_TIME_BODY);
+    const body = withBody && again !== "one-time" && again.body !== null ? await again.body() : null;
     request = new Request(url, {
       method: toGet ? "GET" : request.method,
       headers: toGet ? withoutBodyHeaders(request.headers) : request.headers,
       redirect: request.redirect,
+      body,
     });
     response = await send(request);
   }
