@@ -1504,20 +1504,52 @@ fn message(error: &rusqlite::Error) -> String {
     }
 }
 
-/// The message as D1 shows it after `D1_ERROR: `: SQLite's message and the primary result
-/// code's name, `UNIQUE constraint failed: charges.idempotency_key: SQLITE_CONSTRAINT`.
+/// The message as D1 shows it after `D1_ERROR: `: SQLite's message, the primary result code's
+/// name and, as workerd adds it, the extended code's name when there is one:
+/// `UNIQUE constraint failed: charges.id: SQLITE_CONSTRAINT (extended: SQLITE_CONSTRAINT_PRIMARYKEY)`.
 fn d1_message(error: &StatementError) -> String {
+    let coded = |e: &rusqlite::Error, extended_code: i32| {
+        let primary = code_name(extended_code);
+        match extended_name(extended_code) {
+            Some(extended) => format!("{}: {primary} (extended: {extended})", message(e)),
+            None => format!("{}: {primary}", message(e)),
+        }
+    };
     match error {
         StatementError::Message(message) => message.clone(),
         StatementError::Sqlite(e @ rusqlite::Error::SqliteFailure(failure, _)) => {
-            format!("{}: {}", message(e), code_name(failure.extended_code))
+            coded(e, failure.extended_code)
         }
         #[cfg(not(target_arch = "wasm32"))]
         StatementError::Sqlite(e @ rusqlite::Error::SqlInputError { error, .. }) => {
-            format!("{}: {}", message(e), code_name(error.extended_code))
+            coded(e, error.extended_code)
         }
         StatementError::Sqlite(e) => message(e),
     }
+}
+
+/// The name of an SQLite extended result code a statement can fail with, for those that are
+/// not a primary code alone (the constraint kinds above all, which a Worker may tell apart).
+fn extended_name(extended_code: i32) -> Option<&'static str> {
+    Some(match extended_code {
+        257 => "SQLITE_ERROR_MISSING_COLLSEQ",
+        513 => "SQLITE_ERROR_RETRY",
+        769 => "SQLITE_ERROR_SNAPSHOT",
+        516 => "SQLITE_ABORT_ROLLBACK",
+        275 => "SQLITE_CONSTRAINT_CHECK",
+        531 => "SQLITE_CONSTRAINT_COMMITHOOK",
+        787 => "SQLITE_CONSTRAINT_FOREIGNKEY",
+        1043 => "SQLITE_CONSTRAINT_FUNCTION",
+        1299 => "SQLITE_CONSTRAINT_NOTNULL",
+        1555 => "SQLITE_CONSTRAINT_PRIMARYKEY",
+        1811 => "SQLITE_CONSTRAINT_TRIGGER",
+        2067 => "SQLITE_CONSTRAINT_UNIQUE",
+        2323 => "SQLITE_CONSTRAINT_VTAB",
+        2579 => "SQLITE_CONSTRAINT_ROWID",
+        2835 => "SQLITE_CONSTRAINT_PINNED",
+        3091 => "SQLITE_CONSTRAINT_DATATYPE",
+        _ => return None,
+    })
 }
 
 /// The name of an SQLite primary result code (the low byte of an extended code).
@@ -1970,7 +2002,7 @@ mod tests {
         let orphan = worker(&mut databases, "INSERT INTO c (id, pid) VALUES (2, 99)");
         assert_eq!(
             orphan.unwrap_err().to_string(),
-            "FOREIGN KEY constraint failed: SQLITE_CONSTRAINT"
+            "FOREIGN KEY constraint failed: SQLITE_CONSTRAINT (extended: SQLITE_CONSTRAINT_FOREIGNKEY)"
         );
         // D1 counts the child row the cascade deleted.
         let deleted = worker(&mut databases, "DELETE FROM p WHERE id = 1").unwrap();
@@ -2105,7 +2137,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             duplicate.message(),
-            "UNIQUE constraint failed: charges.idempotency_key: SQLITE_CONSTRAINT"
+            "UNIQUE constraint failed: charges.idempotency_key: SQLITE_CONSTRAINT (extended: SQLITE_CONSTRAINT_UNIQUE)"
         );
         let two = databases
             .run("payments/DB", "SELECT 1; SELECT 2", &[])
@@ -2132,7 +2164,7 @@ mod tests {
         let error = databases.batch("payments/DB", &statements).unwrap_err();
         assert_eq!(
             error.message(),
-            "statement 2: UNIQUE constraint failed: charges.idempotency_key: SQLITE_CONSTRAINT"
+            "statement 2: UNIQUE constraint failed: charges.idempotency_key: SQLITE_CONSTRAINT (extended: SQLITE_CONSTRAINT_UNIQUE)"
         );
         assert_eq!(count(&mut databases), Value::Integer(1));
 

@@ -786,7 +786,7 @@ fn a_failed_batch_is_traced_at_the_statement_that_failed_counted_as_its_lines_ar
         lines,
         [
             "  D1 DB batch[0]: INSERT INTO t VALUES (1) -> rolled back: batch[1] failed",
-            "  D1 DB batch[1]: INSERT INTO t VALUES (NULL) -> error: NOT NULL constraint failed: t.x: SQLITE_CONSTRAINT",
+            "  D1 DB batch[1]: INSERT INTO t VALUES (NULL) -> error: NOT NULL constraint failed: t.x: SQLITE_CONSTRAINT (extended: SQLITE_CONSTRAINT_NOTNULL)",
             "  D1 DB batch[2]: INSERT INTO t VALUES (3) -> rolled back: batch[1] failed",
         ]
     );
