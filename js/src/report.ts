@@ -279,9 +279,18 @@ function advice(result: Extract<CheckResult, { verdict: "INCOMPLETE" }>): string
       "The first runs compile the Workers' code and take the longest, so a budget spent on them says little of how many schedules the bounds hold: give it a few seconds before splitting the scenario.",
     ];
   }
+  const lines: string[] = [];
+  // Without reduction every interleaving runs, and the tree may be only somewhat over the
+  // budget, where `auto` goes on searching it rather than sample.
+  if (result.strategy === "exhaustive" && result.warnings?.some((w) => w.kind === "module-state")) {
+    lines.push(
+      "With every interleaving to run (see the module-level variable below), --strategy pct samples them instead and finds most races in a few hundred runs, though it proves nothing.",
+    );
+  }
   const { maxFaultsPerRun, maxConcurrentInvocations } = result.bounds;
-  if (maxFaultsPerRun === 0 || maxConcurrentInvocations < 2) return [];
-  return [
+  if (maxFaultsPerRun === 0 || maxConcurrentInvocations < 2) return lines;
+  lines.push(
     "Faults and interleavings multiply: checking the races (maxFaultsPerRun 0) and the faults (maxConcurrentInvocations 1) in two scenarios takes far fewer schedules; --workers N also explores on N CPUs.",
-  ];
+  );
+  return lines;
 }

@@ -557,6 +557,27 @@ describe("a Durable Object's storage calls in the step-by-step listing", () => {
 });
 
 describe("the steps of a long interleaved counterexample", () => {
+  it("advises sampling when every interleaving had to run because of a module-level variable", () => {
+    const incomplete = (warnings: readonly { kind: string; message: string }[]) =>
+      renderReport({
+        verdict: "INCOMPLETE",
+        scenario: "cache",
+        file: "/x/cache.sim.ts",
+        seed: "cache",
+        bounds: { maxFaultsPerRun: 0, maxRedeliveries: 3, maxConcurrentInvocations: 2, budgetMs: 10_000 },
+        elapsedMs: 10_000,
+        runs: 1379,
+        reason: "budget",
+        strategy: "exhaustive",
+        distinctSchedules: 1379,
+        warnings,
+      } as never);
+    const advice = "--strategy pct samples them instead";
+    const variable = { kind: "module-state", message: "Worker app changed the module-level variable db …" };
+    expect(incomplete([variable])).toContain(advice);
+    expect(incomplete([])).not.toContain(advice);
+  });
+
   it("keep where one invocation's steps give way to another's, and say how many are left out", () => {
     // req-1 reads, req-2 runs 40 steps through, then req-1 writes what it read: the race.
     const trace = [
