@@ -62,7 +62,9 @@ interface CheckHeader {
  * consumer would do with the messages was not checked; `alarm-before-event`, one invocation at a
  * time, an alarm set a second or more ahead rang before the next event, so no run had that
  * event come first; `module-state`, a Worker changed a module-level variable while it served
- * requests, so the check ran every interleaving, without partial-order reduction.
+ * requests, so the check ran every interleaving, without partial-order reduction; `replica-reads`,
+ * a Worker opened a D1 session that may read a replica, which the simulation answers from the
+ * primary, so what a lagging replica would have answered was not checked.
  */
 export interface CheckWarning {
   readonly kind:
@@ -72,7 +74,8 @@ export interface CheckWarning {
     | "platform-retries-cut"
     | "queue-not-consumed"
     | "alarm-before-event"
-    | "module-state";
+    | "module-state"
+    | "replica-reads";
   readonly message: string;
 }
 
@@ -417,6 +420,7 @@ class Reach {
   private retryCut: Run["retryCut"];
   /** Queues sent to that no Worker consumes, each with the first binding that sent to it. */
   private readonly unconsumed = new Map<string, string>();
+  private readonly replicaSessions = new Set<string>();
   /** The platform's work delivered (a queue's batches, an object's alarm, cron ticks), as `Run.handled`. */
   private readonly handled = new Map<string, { returned: boolean; threw?: string }>();
   /** Runs in which an alarm rang before the next event, and the first of them. */
@@ -434,6 +438,7 @@ class Reach {
     }
     for (const [queue, binding] of run.unconsumed)
       if (!this.unconsumed.has(queue)) this.unconsumed.set(queue, binding);
+    for (const binding of run.replicaSessions) this.replicaSessions.add(binding);
     if (run.alarmBeforeEvent) {
       this.alarmRuns++;
       this.alarmBeforeEvent ??= run.alarmBeforeEvent;
@@ -505,6 +510,12 @@ class Reach {
       warnings.push({
         kind: "queue-not-consumed",
         message: `${binding} sent to queue ${queue}, which no Worker of the scenario consumes, so its messages were never delivered: consumer({ config }) adds the Worker that consumes it, to check what it does with them.`,
+      });
+    }
+    for (const binding of [...this.replicaSessions].sort()) {
+      warnings.push({
+        kind: "replica-reads",
+        message: `${binding} opened a D1 session that may read a replica (withSession() or "first-unconstrained"), and eutaxy's D1 has no replicas: every read came from the primary, so what a replica lagging behind would have answered was not checked.`,
       });
     }
     return warnings.length > 0 ? { warnings } : {};

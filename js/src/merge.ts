@@ -37,8 +37,8 @@ const TREE_BOUNDS = ["maxFaultsPerRun", "maxRedeliveries", "maxConcurrentInvocat
  * The warnings of the merged check, as the lowest shard that gives each words it. Most say
  * something of all the runs (none reached a binding, none answered below 500), which holds of the
  * whole check only if it holds of every shard's runs, all present (`complete`); a shard that ran
- * nothing says nothing either way. `platform-retries-cut`, `alarm-before-event` and
- * `queue-not-consumed` say something of some run, which holds of the whole check if it holds of
+ * nothing says nothing either way. `platform-retries-cut`, `alarm-before-event`,
+ * `queue-not-consumed` and `replica-reads` say something of some run, which holds of the whole check if it holds of
  * any shard's (an alarm's is counted in that shard's runs), as does `module-state`.
  */
 function mergedWarnings(
@@ -72,11 +72,13 @@ function mergedWarnings(
   if (alarm) warnings.push(alarm);
   const moduleState = first("module-state");
   if (moduleState) warnings.push(moduleState);
-  // Said of some run too: each queue once, as the lowest shard words it.
-  const queues = new Set<string>();
-  for (const warning of ordered.flatMap((r) => of(r)).filter((w) => w.kind === "queue-not-consumed")) {
-    if (queues.has(warning.message)) continue;
-    queues.add(warning.message);
+  // Said of some run too: each queue, and each binding's replica sessions, once.
+  const said = new Set<string>();
+  for (const warning of ordered
+    .flatMap((r) => of(r))
+    .filter((w) => w.kind === "queue-not-consumed" || w.kind === "replica-reads")) {
+    if (said.has(warning.message)) continue;
+    said.add(warning.message);
     warnings.push(warning);
   }
   return warnings.length > 0 ? { warnings } : {};

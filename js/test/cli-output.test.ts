@@ -117,6 +117,7 @@ describe("--json follows docs/eutaxy.check.v1.schema.json", () => {
     const runs = [
       { cwd: `${fixtures}/module-state`, file: "./numbering.fixed.sim.ts", kinds: ["module-state"] },
       { cwd: `${fixtures}/warnings`, file: "./lookup.sim.ts", kinds: ["no-request-succeeded"] },
+      { cwd: `${fixtures}/warnings`, file: "./replica.sim.ts", kinds: ["replica-reads"] },
     ];
     for (const { cwd, file, kinds } of runs) {
       const run = eutaxy(["check", file, "--json"], { cwd });

@@ -110,6 +110,18 @@ describe("a verdict's warnings", () => {
     // A consumer that gets through its batches gives none (consumer.test.ts: the fixed orders).
   });
 
+  it("say that a session that may read a replica read the primary", async () => {
+    const result = await check(fixture("replica.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+    expect("warnings" in result ? result.warnings : undefined).toEqual([
+      {
+        kind: "replica-reads",
+        message:
+          "Worker notes's DB opened a D1 session that may read a replica (withSession() or \"first-unconstrained\"), and eutaxy's D1 has no replicas: every read came from the primary, so what a replica lagging behind would have answered was not checked.",
+      },
+    ]);
+  });
+
   it("survive a merge only when every shard gives them", async () => {
     const echo = [
       await check(fixture("echo.sim.ts"), { shard: { index: 0, count: 2 } }),

@@ -150,6 +150,11 @@ export interface RunContext {
    * queue: its messages are never delivered in this run.
    */
   sentUnconsumed?(queue: string, binding: string): void;
+  /**
+   * A Worker opened a D1 session through `binding` that may read a replica
+   * (`withSession("first-unconstrained")`), which the simulation answers from the primary.
+   */
+  replicaSession?(binding: string): void;
   /** An outbound request a scenario's script answered, for the final state (`FinalState.outbound`). */
   outboundAnswered?(request: OutboundRequest): void;
   /** Whether this run keeps a trace (see `RunPlan.trace`); lines sent when not are dropped. */

@@ -72,8 +72,9 @@ export function createD1Database(
   scope: EffectScope,
   engine: D1Engine,
   schema: SchemaWatch = newSchemaWatch(),
+  replicaSession: () => void = () => {},
 ): D1Database {
-  return new SimD1Database(new Connection(db, scope, engine, schema));
+  return new SimD1Database(new Connection(db, scope, engine, schema), replicaSession);
 }
 
 /**
@@ -319,7 +320,14 @@ class SimD1Database implements D1Database {
   /** Queries on the database itself go to the primary and carry no bookmark. */
   readonly #primary: SimD1DatabaseSession;
 
-  constructor(private readonly connection: Connection) {
+  /**
+   * `replicaSession` hears of each session that may read a replica (`first-unconstrained`):
+   * the simulation has none, and answers every read from the primary.
+   */
+  constructor(
+    private readonly connection: Connection,
+    private readonly replicaSession: () => void,
+  ) {
     this.#primary = new SimD1DatabaseSession(connection, null);
   }
 
@@ -343,7 +351,9 @@ class SimD1Database implements D1Database {
 
   withSession(constraintOrBookmark?: string): D1DatabaseSession {
     const given = constraintOrBookmark?.trim();
-    return new SimD1DatabaseSession(this.connection, given ? given : FIRST_UNCONSTRAINED);
+    const constraint = given ? given : FIRST_UNCONSTRAINED;
+    if (constraint === FIRST_UNCONSTRAINED) this.replicaSession();
+    return new SimD1DatabaseSession(this.connection, constraint);
   }
 
   /** Only D1's alpha databases supported `dump`; the simulation does not model it. */

@@ -43,6 +43,7 @@ export function buildEnv(run: RunContext, worker: SimWorker, scope: EffectScope)
           scope,
           run.engine,
           run.memo(`d1-schema:${spec.store}`, newSchemaWatch),
+          () => run.replicaSession?.(`Worker ${worker.name}'s ${name}`),
         );
         break;
       case "service":

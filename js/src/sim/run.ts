@@ -184,6 +184,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   readonly outbound: OutboundRequest[] = [];
   /** Queues no Worker of the scenario consumes that a Worker sent to, each with the first binding it sent through. */
   readonly unconsumed = new Map<string, string>();
+  /** The D1 bindings a Worker opened a session through that may read a replica (`replicaSession`). */
+  readonly replicaSessions = new Set<string>();
   /** The platform's retry the run's bound refused with the highest delivery, if any. */
   retryCut:
     | {
@@ -461,6 +463,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
 
   sentUnconsumed(queue: string, binding: string): void {
     if (!this.unconsumed.has(queue)) this.unconsumed.set(queue, binding);
+  }
+
+  replicaSession(binding: string): void {
+    this.replicaSessions.add(binding);
   }
 
   retryRefused(work: string, delivery: number, deliveries: number, follows: string): void {
