@@ -22,11 +22,8 @@
  *   (docs/fidelity.md lists the differences js/test/fidelity.test.ts finds).
  *
  * Eventual consistency is explored, not ignored: `get`, `getWithMetadata` and `list` offer the
- * engine a transient alternative, a stale read, which answers with what a location that missed
- * the recent writes holds: of each key, the newest version written long enough ago or by the
- * reading request itself (the one before a run of other requests' writes, when every write of
- * that run came less than the stale window after the one before). It is offered only where a
- * stale answer can differ: a key was written
+ * engine a transient alternative, a stale read, which answers with what each key held before
+ * its most recent write. It is offered only where a stale answer can differ: a key was written
  * less than 60 s ago (virtual clock), or the read's `cacheTtl` if longer, by another request. A
  * request reads its own writes (it runs in one location, where writes are visible at once); a
  * callee hosted by an RPC runs beside its caller and counts as the same request. `put` and
@@ -42,15 +39,12 @@ import type { BindingSpec } from "./world.ts";
 
 /**
  * A namespace's store. Every key that was ever written has a row, a deleted one too (with
- * `present = 0`), so that a stale read can answer with what a location that missed the recent
- * writes still holds: the version before the most recent write (`prev_*`), and the version before
- * a run of writes each less than the stale window after the one before (`base_*`), which a
- * location that missed all of them holds. `written_at` is the virtual time of the latest write
- * in milliseconds and `written_by` the request that made it (its top-level invocation);
- * `prev_at` and `prev_by` the same of the version before. A value put as a string is kept as
- * TEXT (so that traces show it), any other as a BLOB; metadata is JSON text; `expiration` is in
- * seconds since the epoch, as KV reports it. Columns are in the order `SELECT *` and
- * `INSERT INTO kv VALUES` rely on.
+ * `present = 0`), so that a stale read can answer with what it held before its most recent
+ * write (`prev_*`). `written_at` is the virtual time of that write in milliseconds and
+ * `written_by` the request that made it (its top-level invocation). A value put as a string is
+ * kept as TEXT (so that traces show it), any other as a BLOB; metadata is JSON text;
+ * `expiration` is in seconds since the epoch, as KV reports it. Columns are in the order
+ * `SELECT *` and `INSERT INTO kv VALUES` rely on.
  */
 export const KV_SCHEMA = `CREATE TABLE kv (
   key TEXT PRIMARY KEY,
@@ -63,17 +57,8 @@ export const KV_SCHEMA = `CREATE TABLE kv (
   prev_metadata TEXT,
   prev_expiration INTEGER,
   written_at INTEGER NOT NULL,
-  written_by TEXT NOT NULL,
-  prev_at INTEGER NOT NULL,
-  prev_by TEXT NOT NULL,
-  base_present INTEGER NOT NULL,
-  base_value BLOB,
-  base_metadata TEXT,
-  base_expiration INTEGER
+  written_by TEXT NOT NULL
 )`;
-
-/** When a version that was never written was written: before any run's clock. */
-const NEVER = Number.MIN_SAFE_INTEGER;
 
 /**
  * The SQL that writes a `kvEntries` step's keys to a namespace's store before the runs: present,
@@ -87,7 +72,7 @@ export function kvEntriesSql(entries: Readonly<Record<string, string | KvEntry>>
       const { value, metadata } = typeof entry === "string" ? { value: entry, metadata: undefined } : entry;
       const json = metadataJson(metadata);
       const meta = json === null ? "NULL" : text(json);
-      return `INSERT OR REPLACE INTO kv VALUES (${text(key)}, 1, ${text(value)}, ${meta}, NULL, 0, NULL, NULL, NULL, ${NEVER}, 'setup', ${NEVER}, 'setup', 0, NULL, NULL, NULL);`;
+      return `INSERT OR REPLACE INTO kv VALUES (${text(key)}, 1, ${text(value)}, ${meta}, NULL, 0, NULL, NULL, NULL, ${Number.MIN_SAFE_INTEGER}, 'setup');`;
     })
     .join("\n");
 }
@@ -117,42 +102,22 @@ const SAME_KEY_WRITE_INTERVAL_MS = 1_000;
 const SELECT_ONE = "SELECT * FROM kv WHERE key = ?1";
 const SELECT_MANY = "SELECT * FROM kv WHERE key IN (SELECT value FROM json_each(?1))";
 
-/**
- * What a write keeps for stale reads (SQLite reads the row as it was on every right-hand side):
- * the version it replaces becomes `prev_*`, and the base moves up to the version before that
- * unless that one, too, was written less than the stale window (?7 ms) before this write.
- */
-const KEEP_FOR_STALE_READS = `
+/** The last write wins; the value it replaces is kept for stale reads. */
+const UPSERT = `INSERT INTO kv VALUES (?1, 1, ?2, ?3, ?4, 0, NULL, NULL, NULL, ?5, ?6)
+  ON CONFLICT (key) DO UPDATE SET
     prev_present = present, prev_value = value, prev_metadata = metadata, prev_expiration = expiration,
-    prev_at = written_at, prev_by = written_by,
-    base_present = CASE WHEN prev_at > ?5 - ?7 THEN base_present ELSE prev_present END,
-    base_value = CASE WHEN prev_at > ?5 - ?7 THEN base_value ELSE prev_value END,
-    base_metadata = CASE WHEN prev_at > ?5 - ?7 THEN base_metadata ELSE prev_metadata END,
-    base_expiration = CASE WHEN prev_at > ?5 - ?7 THEN base_expiration ELSE prev_expiration END`;
-
-/** The last write wins; what it replaces is kept for stale reads. */
-const UPSERT = `INSERT INTO kv VALUES (?1, 1, ?2, ?3, ?4, 0, NULL, NULL, NULL, ?5, ?6, ${NEVER}, '', 0, NULL, NULL, NULL)
-  ON CONFLICT (key) DO UPDATE SET ${KEEP_FOR_STALE_READS},
     present = 1, value = excluded.value, metadata = excluded.metadata, expiration = excluded.expiration,
     written_at = excluded.written_at, written_by = excluded.written_by`;
 
 /** A key never written needs no row: before and after the delete it is absent. */
-const DELETE = `UPDATE kv SET ${KEEP_FOR_STALE_READS},
-    present = 0, value = NULL, metadata = NULL, expiration = NULL, written_at = ?5, written_by = ?6
+const DELETE = `UPDATE kv SET
+    prev_present = present, prev_value = value, prev_metadata = metadata, prev_expiration = expiration,
+    present = 0, value = NULL, metadata = NULL, expiration = NULL, written_at = ?2, written_by = ?3
   WHERE key = ?1`;
 
 /**
- * Which version a stale read by request ?3 shows, with ?2 the time before which a write is seen
- * everywhere: the latest when it is old enough or the reader's own (0), else the one before it
- * when that one is old enough or the reader's own (1), else the base (2), what a location that
- * missed the whole run of recent writes holds.
- */
-const STALE_VIEW = `CASE WHEN written_at <= ?2 OR written_by = ?3 THEN 0
-    WHEN prev_at <= ?2 OR prev_by = ?3 THEN 1 ELSE 2 END`;
-
-/**
  * One page of at most `limit` keys, fresh or stale. ?1 asks for the stale view, where a key
- * written after ?2 (ms) by a request other than ?3 shows what it held before (`STALE_VIEW`); ?4 is
+ * written after ?2 (ms) by a request other than ?3 shows what it held before that write; ?4 is
  * now in seconds; ?5 the prefix ('' for none); ?6 the key the cursor resumes after ('' for none).
  * SQLite compares TEXT bytewise (BINARY collation over UTF-8), the order KV lists keys in. The
  * limit is written into the text, an integer: SQLite plans with a bound LIMIT's value and
@@ -160,10 +125,10 @@ const STALE_VIEW = `CASE WHEN written_at <= ?2 OR written_by = ?3 THEN 0
  */
 const list = (limit: number) => `SELECT key, metadata, expiration FROM (
     SELECT key,
-      CASE view WHEN 0 THEN present WHEN 1 THEN prev_present ELSE base_present END AS present,
-      CASE view WHEN 0 THEN metadata WHEN 1 THEN prev_metadata ELSE base_metadata END AS metadata,
-      CASE view WHEN 0 THEN expiration WHEN 1 THEN prev_expiration ELSE base_expiration END AS expiration
-    FROM (SELECT *, CASE WHEN ?1 THEN ${STALE_VIEW} ELSE 0 END AS view FROM kv)
+      CASE WHEN stale THEN prev_present ELSE present END AS present,
+      CASE WHEN stale THEN prev_metadata ELSE metadata END AS metadata,
+      CASE WHEN stale THEN prev_expiration ELSE expiration END AS expiration
+    FROM (SELECT *, (?1 AND written_at > ?2 AND written_by <> ?3) AS stale FROM kv)
   )
   WHERE present = 1 AND (expiration IS NULL OR expiration > ?4)
     AND substr(key, 1, length(?5)) = ?5 AND key > ?6
@@ -276,7 +241,7 @@ class SimKvNamespace {
         this.run.engine.d1Run(
           this.store,
           UPSERT,
-          [name, body, metadata, expiration, nowMs, this.location, STALE_WINDOW_MS],
+          [name, body, metadata, expiration, nowMs, this.location],
           true,
         );
         this.note(() => {
@@ -298,12 +263,7 @@ class SimKvNamespace {
       return Promise.reject(error);
     }
     return this.write("delete", name, () => {
-      const result = this.run.engine.d1Run(
-        this.store,
-        DELETE,
-        [name, null, null, null, this.run.nowMs(), this.location, STALE_WINDOW_MS],
-        true,
-      );
+      const result = this.run.engine.d1Run(this.store, DELETE, [name, this.run.nowMs(), this.location], true);
       this.note(() => `delete ${JSON.stringify(name)}`);
       return result.changes > 0;
     });
@@ -482,23 +442,16 @@ class SimKvNamespace {
     return [{ resource: `KV:${this.store}`, write }];
   }
 
-  /**
-   * A row's entry as this read sees it, or undefined when the key reads as absent. A stale read
-   * sees the newest version it must have seen (`STALE_VIEW`): one written long enough ago, or
-   * by its own request.
-   */
+  /** A row's entry as this read sees it, or undefined when the key reads as absent. */
   private entryOf(row: readonly unknown[], stale: boolean, windowMs: number): Entry | undefined {
     const nowMs = this.run.nowMs();
-    const seenBy = (at: unknown, by: unknown) => Number(at) <= nowMs - windowMs || by === this.location;
-    // Columns in KV_SCHEMA's order: the latest version, the one before it, the base.
-    const version = (at: number) => ({
-      present: row[at],
-      value: row[at + 1],
-      metadata: row[at + 2],
-      expiration: row[at + 3],
-    });
-    const shown =
-      !stale || seenBy(row[9], row[10]) ? version(1) : seenBy(row[11], row[12]) ? version(5) : version(13);
+    const [, present, value, metadata, expiration, prevPresent, prevValue, prevMetadata, prevExpiration] =
+      row;
+    const [writtenAt, writtenBy] = [row[9], row[10]];
+    const old = stale && Number(writtenAt) > nowMs - windowMs && writtenBy !== this.location;
+    const shown = old
+      ? { present: prevPresent, value: prevValue, metadata: prevMetadata, expiration: prevExpiration }
+      : { present, value, metadata, expiration };
     if (!shown.present) return undefined;
     const expiresAt = shown.expiration === null ? null : Number(shown.expiration);
     // Expired keys read as absent ("Write key-value pairs": expiration takes precedence).
