@@ -70,8 +70,8 @@ function thrownText(thrown: unknown): string {
   if (Array.isArray(thrown)) return "[object Array]";
   const prototype: unknown = Object.getPrototypeOf(thrown);
   if (prototype === null) return "[object Object]";
-  const constructor = (prototype as { constructor?: { name?: unknown } }).constructor;
-  return `#<${typeof constructor?.name === "string" && constructor.name !== "" ? constructor.name : "Object"}>`;
+  const className = (prototype as { constructor?: { name?: unknown } }).constructor?.name;
+  return `#<${typeof className === "string" && className !== "" ? className : "Object"}>`;
 }
 
 /** The standard error types, which cross as themselves; others cross as `Error`. */
