@@ -1,6 +1,7 @@
 /**
- * A Worker's env for one invocation: its vars and secrets, and one binding object per
- * binding, each making its calls as effects of `scope`.
+ * A Worker's env: its vars and secrets, and one binding object per binding, each making its
+ * calls as effects of `scope` (a run makes one env per Worker and gives it to every request, as
+ * workerd does; a Durable Object's instance has its own).
  */
 
 import { InputError } from "../errors.ts";

@@ -1063,11 +1063,6 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   }
 
   /**
-   * The scope of bindings reached through `env` from `cloudflare:workers`: calls belong to the
-   * invocation that is running; at import time there is none, and I/O is refused as it is in
-   * production.
-   */
-  /**
    * The env `worker`'s handlers get in this run: made once, as workerd gives every request the
    * same env and the same binding objects (a client a module keeps from its first request
    * serves the next ones).
@@ -1084,7 +1079,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   /**
    * The scope of the bindings a Worker's env holds: a call is an effect of the invocation whose
    * code makes it, the request its async context descends from when invocations interleave (as
-   * workerd ties I/O to the request it runs in), or else the one the run resumed last.
+   * workerd ties I/O to the request it runs in), or else the one the run resumed last; at import
+   * time there is none, and I/O is refused as it is in production.
    */
   private ambientScope(): EffectScope {
     const caller = () => invocationContext.getStore() ?? this.running;
