@@ -455,6 +455,9 @@ describe("module-level state, which partial-order reduction cannot see", () => {
     // lookup's answer arrives and fills the cache with the old price.
     const stale = violated(await check(numbering("prices.sim.ts")));
     expect(stale.message).toBe("req-3 read 1000, D1 holds 1200");
+    // Found once the check started again without the reduction, which the report says.
+    expect(stale.warnings?.map((w) => w.kind)).toEqual(["module-state"]);
+    expect(renderReport(stale)).toContain("so the check started again without partial-order reduction");
     expect(renderReport(stale)).toContain("  req-1#1 gets the answer of effect #0\n");
     // The check ran again with every answer a step of its own, which its run seed says (`+`),
     // so that a replay splits them too and runs the same schedule.
