@@ -349,6 +349,19 @@ describe("the final state a custom invariant reads (kvRead)", () => {
 });
 
 describe("list", () => {
+  it("traces a page after the first with the key its cursor resumes after", async () => {
+    const lines: string[] = [];
+    run = { ...run, tracing: true, trace: (line) => lines.push(line) };
+    const cache = kv();
+    for (const key of ["s:1", "s:2"]) await cache.put(key, "v");
+    const first = (await cache.list({ prefix: "s:", limit: 1 })) as { cursor: string };
+    await cache.list({ prefix: "s:", limit: 1, cursor: first.cursor });
+    expect(lines.filter((line) => line.includes(" list "))).toEqual([
+      '  KV:CACHE list prefix "s:" -> 1 key',
+      '  KV:CACHE list prefix "s:" after "s:1" -> 1 key',
+    ]);
+  });
+
   it("lists keys by their UTF-8 bytes, with expiration and metadata when they have them", async () => {
     const cache = kv();
     const now = Math.floor(clockMs / 1000);

@@ -300,7 +300,8 @@ class SimKvNamespace {
       ).rows;
       this.note(
         () =>
-          `list prefix ${JSON.stringify(prefix)} -> ${stale ? "stale: " : ""}${Math.min(page.length, limit) === 1 ? "1 key" : `${Math.min(page.length, limit)} keys`}`,
+          // A page after the first says where it resumed: the key its cursor stands for.
+          `list prefix ${JSON.stringify(prefix)}${after === "" ? "" : ` after ${JSON.stringify(after)}`} -> ${stale ? "stale: " : ""}${Math.min(page.length, limit) === 1 ? "1 key" : `${Math.min(page.length, limit)} keys`}`,
       );
       const keys = page.slice(0, limit).map(([name, metadata, expiration]) => ({
         name: String(name),
