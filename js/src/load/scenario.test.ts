@@ -491,6 +491,22 @@ describe("loadScenario", () => {
       "drive.requests[0].headers.a must be a string",
     ],
     [
+      "a method that is not one",
+      (s) => (s.drive.requests[0].method = "PO ST"),
+      "drive.requests[0]: 'PO ST' is not a valid HTTP method.",
+    ],
+    [
+      "a GET with a body",
+      (s) => Object.assign(s.drive.requests[0], { method: "GET", body: { a: 1 } }),
+      "drive.requests[0]: Request with GET/HEAD method cannot have body.",
+    ],
+    [
+      "a header value over two lines",
+      (s) => (s.drive.requests[0].headers = { "x-note": "a\nb" }),
+      'drive.requests[0]: Headers.append: "a\\nb" is an invalid header value.',
+    ],
+
+    [
       "a request sent at a negative time",
       (s) => (s.drive.requests[0].atMs = -1),
       "drive.requests[0].atMs must be a non-negative integer",
@@ -575,6 +591,22 @@ describe("loadScenario", () => {
     const error = await inputError(() => loadScenario(path));
     expect(error.file).toBe(path);
     expect(error.problem.replace(dir, "DIR")).toContain(problem);
+  });
+
+  it.each([
+    [
+      "{ amount: 10n }",
+      "drive.requests[0].body cannot be sent as JSON: Do not know how to serialize a BigInt",
+    ],
+    ["() => 'hi'", "drive.requests[0].body is a function, which JSON cannot carry"],
+  ])("reports a request body JSON cannot carry: %s", async (body, problem) => {
+    const path = write(
+      "bad.sim.ts",
+      `const s = ${JSON.stringify(baseScenario())};\ns.drive.requests[0].body = ${body};\nexport default s;`,
+    );
+    const error = await inputError(() => loadScenario(path));
+    expect(error.file).toBe(path);
+    expect(error.problem).toBe(problem);
   });
 
   it("names a service handler's field when it is not a function", async () => {

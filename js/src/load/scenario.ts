@@ -592,14 +592,56 @@ function readRequest(request: Fields): HttpRequestSpec {
   if (atMs !== undefined && atMs > SENT_AT_MS_MAX) {
     invalid(`${request.path("atMs")} is ${atMs}: at most ${SENT_AT_MS_MAX} (ten years)`);
   }
+  const body = request.fields.body;
+  sendable(request, path, method, body, headers);
   return {
     path,
     ...(method !== undefined ? { method } : {}),
-    ...(request.fields.body !== undefined ? { body: request.fields.body } : {}),
+    ...(body !== undefined ? { body } : {}),
     ...(headers !== undefined ? { headers } : {}),
     ...(atMs !== undefined ? { atMs } : {}),
     ...(request.fields.cf !== undefined ? { cf: readCf(request.object("cf")) } : {}),
   };
+}
+
+/**
+ * Checks that the driver can send the request as it will (drivers/http.ts): a body that is not a
+ * string goes as JSON, and the method, headers and body make a `Request`. Said here, as the
+ * scenario's mistake, rather than found by the first run that sends it.
+ */
+function sendable(
+  request: Fields,
+  path: string,
+  method: string | undefined,
+  body: unknown,
+  headers: Record<string, string> | undefined,
+): void {
+  let text: string | undefined;
+  if (typeof body === "string" || body === undefined) {
+    text = body;
+  } else {
+    try {
+      text = JSON.stringify(body);
+    } catch (error) {
+      // V8 draws a cycle over several lines: one line here.
+      const why = (error instanceof Error ? error.message : String(error)).replace(/\s*\n\s*/g, " ");
+      invalid(`${request.path("body")} cannot be sent as JSON: ${why}`);
+    }
+    if (text === undefined) invalid(`${request.path("body")} is a ${typeof body}, which JSON cannot carry`);
+  }
+  try {
+    new Request(`https://scenario.invalid${path}`, {
+      method: method ?? (text === undefined ? "GET" : "POST"),
+      ...(headers !== undefined ? { headers } : {}),
+      ...(text !== undefined ? { body: text } : {}),
+    });
+  } catch (error) {
+    // The message quotes a header as given, line breaks and all: escaped, it stays one line.
+    const why = (error instanceof Error ? error.message : String(error))
+      .replaceAll("\r", "\\r")
+      .replaceAll("\n", "\\n");
+    invalid(`${request.at}: ${why}`);
+  }
 }
 
 /** A request's `cf` fields: what a structured clone copies, as the runtime's own `cf` is data. */
