@@ -51,7 +51,7 @@ export function buildEnv(run: RunContext, worker: SimWorker, scope: EffectScope)
         env[name] = createServiceBinding(
           `${worker.prefix}${name}`,
           scope,
-          serviceCalls(run, scope, spec.target),
+          serviceCalls(run, scope, spec.target, `${worker.prefix}${name}`),
         );
         break;
       case "kv":

@@ -145,7 +145,12 @@ async function followed(
  * What calls over a binding to `target` do: a scripted service answers from its handlers; a
  * callee Worker runs as an invocation hosted by the caller's effect.
  */
-export function serviceCalls(run: RunContext, caller: EffectScope, target: ServiceTarget): ServiceCalls {
+export function serviceCalls(
+  run: RunContext,
+  caller: EffectScope,
+  target: ServiceTarget,
+  binding: string,
+): ServiceCalls {
   if (target.kind === "scripted") {
     const { handlers } = target;
     // A scripted service stands for another Worker: what it throws crosses as that Worker's would.
@@ -160,7 +165,14 @@ export function serviceCalls(run: RunContext, caller: EffectScope, target: Servi
         crossing(async () => {
           if (!handlers.fetch) throw notImplemented("fetch");
           const response: unknown = await handlers.fetch(request);
-          return response instanceof Response ? fetchedOverBinding(response, request) : response;
+          if (response instanceof Response) return fetchedOverBinding(response, request);
+          // The scenario's mistake, not the Worker's: a Worker's fetch handler answers a Response.
+          const error = new InputError(
+            run.world.file,
+            `the service script for ${binding} answered ${request.method} ${new URL(request.url).pathname} with ${typeof response}, not a Response`,
+          );
+          run.fail(error);
+          throw error;
         }) as Promise<Response>,
       footprint: () => SCRIPTED,
     };
