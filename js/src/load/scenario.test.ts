@@ -194,6 +194,25 @@ describe("loadScenario", () => {
     ]);
   });
 
+  it("says a config's main or a worker's entry that is a folder is one, with the modules in it", async () => {
+    write("wrangler.jsonc", `{ "name": "checkout", "main": "src" }`);
+    write("src/index.ts", "export default {};");
+    const configured = { ...baseScenario(), worker: { config: "./wrangler.jsonc" } };
+    const byConfig = await inputError(() =>
+      loadScenario(write("bad.sim.ts", `export default ${JSON.stringify(configured)};`)),
+    );
+    expect(byConfig.problem).toBe(
+      `main points at src, which is a folder, not a module (${join(dir, "src")}/ has index.ts); the scenario's worker.config names this config and no entry, so the Worker's entry is its main`,
+    );
+    const entered = { ...baseScenario(), worker: { entry: "./src" } };
+    const byEntry = await inputError(() =>
+      loadScenario(write("bad.sim.ts", `export default ${JSON.stringify(entered)};`)),
+    );
+    expect(byEntry.problem).toBe(
+      `worker.entry: ./src is a folder, not a file (${join(dir, "src")}/ has index.ts)`,
+    );
+  });
+
   it("reports a config's main that does not exist as the config's mistake, when the scenario names no entry", async () => {
     write("wrangler.jsonc", `{ "name": "checkout", "main": "src/main.ts" }`);
     write("src/index.ts", "export default {};");

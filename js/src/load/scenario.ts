@@ -352,6 +352,7 @@ class Fields {
 
   private checkFile(key: string, value: string, dir: string): string {
     const file = resolve(dir, value);
+    if (isFolder(file)) invalid(`${this.path(key)}: ${value} is a folder, not a file${modulesIn(file)}`);
     if (!isFile(file)) invalid(`${this.path(key)}: no such file ${value} (resolved to ${file})`);
     return file;
   }
@@ -416,18 +417,24 @@ function mainOf(spec: Fields, config: string, env: string | undefined): string {
   if (main === undefined) invalid(`${spec.owner} ${needs("entry")}: its config ${named} has no main`);
   if (!isFile(main)) {
     const key = env === undefined ? "main" : `main (of env.${env})`;
+    const what = isFolder(main)
+      ? `a folder, not a module${modulesIn(main)}`
+      : `does not exist${modulesIn(dirname(main))}`;
     throw new InputError(
       config,
-      `${key} points at ${relative(dirname(config), main)}, which does not exist${modulesBeside(main)}; the scenario's ${spec.path("config")} names this config and no entry, so the Worker's entry is its main`,
+      `${key} points at ${relative(dirname(config), main)}, which ${isFolder(main) ? "is " : ""}${what}; the scenario's ${spec.path("config")} names this config and no entry, so the Worker's entry is its main`,
     );
   }
   return main;
 }
 
-/** The modules in the folder of `file`, which does not exist, as candidates for it: ` (src/ has index.ts)`. */
-function modulesBeside(file: string): string {
-  const dir = dirname(file);
-  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) return "";
+function isFolder(path: string): boolean {
+  return statSync(path, { throwIfNoEntry: false })?.isDirectory() === true;
+}
+
+/** The modules in `dir`, as candidates for a file that is not there: ` (src/ has index.ts)`. */
+function modulesIn(dir: string): string {
+  if (!isFolder(dir)) return "";
   const modules = readdirSync(dir)
     .filter((name) => MODULE_FILE.test(name) && !name.endsWith(".d.ts") && isFile(join(dir, name)))
     .sort();
