@@ -299,6 +299,25 @@ describe("a misspelt name imported from eutaxy/cloudflare", () => {
       '"eutaxy/cloudflare" has no export calee: did you mean callee?',
     );
   });
+
+  it("says a scenario helper imported from eutaxy itself comes from eutaxy/cloudflare", async () => {
+    const dir = project({
+      "wrangler.json": JSON.stringify({ name: "w", main: "worker.ts", compatibility_date: "2025-09-01" }),
+      "worker.ts": "export default { async fetch() { return new Response('ok'); } };",
+      "s.sim.ts": `import { answered, defineScenario, http } from "eutaxy";
+        export default defineScenario({
+          name: "root",
+          worker: { entry: "./worker.ts", config: "./wrangler.json" },
+          drive: http([{ path: "/" }]),
+          invariants: [answered("answered")],
+        });`,
+    });
+    const error = await failure(join(dir, "s.sim.ts"));
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toBe(
+      '"eutaxy" has no export answered: a scenario imports it from "eutaxy/cloudflare"',
+    );
+  });
 });
 
 describe("a consumer() given its entry alone", () => {

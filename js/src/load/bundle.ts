@@ -317,9 +317,17 @@ function topLevelAwait(text: string): string | undefined {
  * file eutaxy's package resolved to: said of `eutaxy/cloudflare` instead, with the name meant.
  */
 function missingApiExport(text: string): string | undefined {
-  const match = /^No matching export in "[^"]*\/cloudflare\.[jt]s" for import "([^"]+)"$/.exec(text);
+  const match =
+    /^No matching export in "[^"]*?(js\/(?:dist|src)\/index|\/cloudflare)\.[jt]s" for import "([^"]+)"$/.exec(
+      text,
+    );
   if (!match) return undefined;
-  const name = match[1] as string;
+  const name = match[2] as string;
+  // Imported from `eutaxy` itself (the programmatic API), a scenario helper is meant.
+  if (match[1] !== "/cloudflare") {
+    if (!Object.hasOwn(scenarioApi, name)) return undefined;
+    return `"eutaxy" has no export ${name}: a scenario imports it from "eutaxy/cloudflare"`;
+  }
   const meant = closest(name, Object.keys(scenarioApi));
   return `"eutaxy/cloudflare" has no export ${name}${meant === undefined ? "" : `: did you mean ${meant}?`}`;
 }
