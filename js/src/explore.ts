@@ -64,7 +64,9 @@ interface CheckHeader {
  * event come first; `module-state`, a Worker changed a module-level variable while it served
  * requests, so the check ran every interleaving, without partial-order reduction; `replica-reads`,
  * a Worker opened a D1 session that may read a replica, which the simulation answers from the
- * primary, so what a lagging replica would have answered was not checked.
+ * primary, so what a lagging replica would have answered was not checked; `event-delivered-late`,
+ * a driver's event waited a second or more for the invocations before it to end, so no run had it
+ * overlap them.
  */
 export interface CheckWarning {
   readonly kind:
@@ -75,7 +77,8 @@ export interface CheckWarning {
     | "queue-not-consumed"
     | "alarm-before-event"
     | "module-state"
-    | "replica-reads";
+    | "replica-reads"
+    | "event-delivered-late";
   readonly message: string;
 }
 
@@ -430,6 +433,8 @@ class Reach {
   /** Runs in which an alarm rang before the next event, and the first of them. */
   private alarmRuns = 0;
   private alarmBeforeEvent: Run["alarmBeforeEvent"];
+  private lateRuns = 0;
+  private lateEvent: Run["lateEvent"];
 
   add(run: Run): void {
     this.runs++;
@@ -446,6 +451,10 @@ class Reach {
     if (run.alarmBeforeEvent) {
       this.alarmRuns++;
       this.alarmBeforeEvent ??= run.alarmBeforeEvent;
+    }
+    if (run.lateEvent) {
+      this.lateRuns++;
+      this.lateEvent ??= run.lateEvent;
     }
     if (run.retryCut && (!this.retryCut || run.retryCut.deliveries > this.retryCut.deliveries)) {
       this.retryCut = run.retryCut;
@@ -508,6 +517,13 @@ class Reach {
       warnings.push({
         kind: "alarm-before-event",
         message: `In ${this.alarmRuns} of ${plural(this.runs, "run")} an alarm rang before the next event (${alarm}, ${duration(aheadMs)} on, before ${event}): one invocation at a time, the platform's work runs before the next event whatever it waits for, so no run had ${event} come before it. maxConcurrentInvocations 2 checks events before, during and after an alarm.`,
+      });
+    }
+    if (this.lateEvent) {
+      const { event, lateMs } = this.lateEvent;
+      warnings.push({
+        kind: "event-delivered-late",
+        message: `In ${this.lateRuns} of ${plural(this.runs, "run")} an event was delivered late (${event}, ${duration(lateMs)} after the driver sent it): the invocations before it held every place maxConcurrentInvocations gives, so no run had it overlap them. A larger maxConcurrentInvocations checks it beside them.`,
       });
     }
     for (const [queue, binding] of [...this.unconsumed].sort(([a], [b]) => a.localeCompare(b))) {

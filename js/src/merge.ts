@@ -38,7 +38,7 @@ const TREE_BOUNDS = ["maxFaultsPerRun", "maxRedeliveries", "maxConcurrentInvocat
  * something of all the runs (none reached a binding, none answered below 500), which holds of the
  * whole check only if it holds of every shard's runs, all present (`complete`); a shard that ran
  * nothing says nothing either way. `platform-retries-cut`, `alarm-before-event`,
- * `queue-not-consumed` and `replica-reads` say something of some run, which holds of the whole check if it holds of
+ * `event-delivered-late`, `queue-not-consumed` and `replica-reads` say something of some run, which holds of the whole check if it holds of
  * any shard's (an alarm's is counted in that shard's runs), as does `module-state`.
  */
 function mergedWarnings(
@@ -70,6 +70,8 @@ function mergedWarnings(
   if (cut) warnings.push(cut);
   const alarm = first("alarm-before-event");
   if (alarm) warnings.push(alarm);
+  const late = first("event-delivered-late");
+  if (late) warnings.push(late);
   const moduleState = first("module-state");
   if (moduleState) warnings.push(moduleState);
   // Said of some run too: each queue, and each binding's replica sessions, once.

@@ -119,6 +119,7 @@ describe("--json follows docs/eutaxy.check.v1.schema.json", () => {
       { cwd: `${fixtures}/module-state`, file: "./prices.sim.ts", kinds: ["module-state"] },
       { cwd: `${fixtures}/warnings`, file: "./lookup.sim.ts", kinds: ["no-request-succeeded"] },
       { cwd: `${fixtures}/warnings`, file: "./replica.sim.ts", kinds: ["replica-reads"] },
+      { cwd: `${fixtures}/warnings`, file: "./slow.sim.ts", kinds: ["event-delivered-late"] },
     ];
     for (const { cwd, file, kinds } of runs) {
       const run = eutaxy(["check", file, "--json"], { cwd });

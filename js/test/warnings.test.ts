@@ -122,6 +122,18 @@ describe("a verdict's warnings", () => {
     ]);
   });
 
+  it("say that an event waited for the invocation before it, one at a time", async () => {
+    const result = await check(fixture("slow.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+    expect("warnings" in result ? result.warnings : undefined).toEqual([
+      {
+        kind: "event-delivered-late",
+        message:
+          "In 1 of 1 run an event was delivered late (req-2, 4 s after the driver sent it): the invocations before it held every place maxConcurrentInvocations gives, so no run had it overlap them. A larger maxConcurrentInvocations checks it beside them.",
+      },
+    ]);
+  });
+
   it("survive a merge only when every shard gives them", async () => {
     const echo = [
       await check(fixture("echo.sim.ts"), { shard: { index: 0, count: 2 } }),

@@ -124,6 +124,8 @@ interface Step {
 
 /** How far ahead an alarm must ring, before the next event, for the check to say so (`alarmBeforeEvent`). */
 const ALARM_AHEAD_NOTED_MS = 1000;
+/** How late a driver's event must be delivered for the check to say so (`lateEvent`). */
+const LATE_EVENT_NOTED_MS = 1000;
 
 export class Run implements RunContext, EffectSink, DeterminismSource {
   readonly responses: ClientResponse[] = [];
@@ -180,6 +182,11 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    * event (which a client sending at once would have sent before it).
    */
   alarmBeforeEvent: { readonly alarm: string; readonly aheadMs: number; readonly event: string } | undefined;
+  /**
+   * The first driver's event delivered a second or more after the driver sent it, because the
+   * invocations before it held every place `maxConcurrentInvocations` gives.
+   */
+  lateEvent: { readonly event: string; readonly lateMs: number } | undefined;
   /** The outbound requests the scenario's scripts answered, in order (`FinalState.outbound`). */
   readonly outbound: OutboundRequest[] = [];
   /** Queues no Worker of the scenario consumes that a Worker sent to, each with the first binding it sent through. */
@@ -598,6 +605,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       this.trace(
         `${sent}, delivered at ${this.nowMs() - CLOCK_START_MS} ms, when the work before it let it in`,
       );
+      const lateMs = this.nowMs() - event.atMs;
+      if (lateMs >= LATE_EVENT_NOTED_MS) this.lateEvent ??= { event: event.id, lateMs };
     }
   }
 
