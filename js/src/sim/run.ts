@@ -630,15 +630,19 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       const timer = this.timerStep(later);
       if (timer) steps.push(timer);
       if (this.tasks < this.concurrency) {
-        this.dropGoneWork();
-        const work = nextDue(
-          this.pending.filter(
-            (w) =>
-              (!w.limit || (this.groupTasks.get(w.limit.group) ?? 0) < w.limit.max) &&
-              (later === undefined || dueBy(w, later)),
-          ),
-          this.nowMs(),
-        );
+        // Asked at every step: with no platform work pending, nothing to filter or ask the store.
+        if (this.pending.length > 0) this.dropGoneWork();
+        const work =
+          this.pending.length === 0
+            ? undefined
+            : nextDue(
+                this.pending.filter(
+                  (w) =>
+                    (!w.limit || (this.groupTasks.get(w.limit.group) ?? 0) < w.limit.max) &&
+                    (later === undefined || dueBy(w, later)),
+                ),
+                this.nowMs(),
+              );
         if (index !== undefined && (later === undefined || (steps.length === 0 && !work))) {
           steps.push(this.eventStep(index, () => next++));
         }
