@@ -20,6 +20,7 @@ import {
 import { InputError, SimulationError, shown, shownConfig } from "./errors.ts";
 import { plural } from "./report.ts";
 import { bodyExcerpt, type ClientResponse } from "./sim/context.ts";
+import { withEnvironmentHint } from "./sim/environment-hint.ts";
 import { finalState, hostViolation, ObjectTableReads } from "./sim/final-state.ts";
 import { activate, GLOBAL_SCOPE, notSimulatedMessage, real } from "./sim/globals.ts";
 import { hasHandler, namedEntrypoints } from "./sim/handlers.ts";
@@ -492,9 +493,12 @@ class Reach {
     if (this.responses && !this.answered) {
       warnings.push({
         kind: "no-request-succeeded",
-        message: `${withAnyMigrationsHint(
+        message: `${withEnvironmentHint(
           world,
-          `No request got an answer below 500 in any run (first: ${this.failure}), so the invariants held over a Worker that fails`,
+          withAnyMigrationsHint(
+            world,
+            `No request got an answer below 500 in any run (first: ${this.failure}), so the invariants held over a Worker that fails`,
+          ),
         )}.`,
       });
     } else if (this.responses && !this.succeeded) {
@@ -508,7 +512,10 @@ class Reach {
       if (returned || threw === undefined) continue;
       warnings.push({
         kind: "no-work-succeeded",
-        message: `No ${work} ran without an exception in any run (first: ${threw}), so the invariants held over a handler that fails every time.`,
+        message: `${withEnvironmentHint(
+          world,
+          `No ${work} ran without an exception in any run (first: ${threw}), so the invariants held over a handler that fails every time`,
+        )}.`,
       });
     }
     if (this.retryCut) warnings.push(retriesCutWarning(this.retryCut, "explored"));

@@ -687,3 +687,78 @@ describe("a run seed that no longer fits the Worker", () => {
     expect((await check(signup, { replay: "b694ecc921a7ce19:1,2:-:0:1.1@1=2.1" })).verdict).toBe("VIOLATED");
   });
 });
+
+describe("a binding declared in another wrangler environment only", () => {
+  /** A shop Worker whose config declares its database in `[env.staging]` only; the scenario reads `env`. */
+  function staged(env: string | undefined, scenarioSetup: string, invariant: string): string {
+    const dir = project({
+      "wrangler.jsonc": JSON.stringify({
+        name: "shop",
+        main: "src/index.ts",
+        compatibility_date: "2025-09-01",
+        vars: { MODE: "dev" },
+        env: {
+          staging: { d1_databases: [{ binding: "DB", database_name: "shop-staging" }] },
+        },
+      }),
+      "schema.sql": "CREATE TABLE orders (k TEXT);",
+      "src/index.ts": `export default {
+        async fetch(_request: Request, env: { DB: D1Database }) {
+          await env.DB.prepare("INSERT INTO orders (k) VALUES ('a')").run();
+          return new Response("ok");
+        },
+      };`,
+      "s.sim.ts": `import { d1Rows, d1Schema, defineScenario, http, invariant, unique } from "eutaxy/cloudflare";
+        export default defineScenario({
+          name: "s",
+          worker: { config: "./wrangler.jsonc"${env === undefined ? "" : `, env: "${env}"`} },
+          setup: [${scenarioSetup}],
+          drive: http([{ path: "/" }]),
+          invariants: [${invariant}],
+        });`,
+    });
+    return join(dir, "s.sim.ts");
+  }
+
+  it("says which environment declares a binding the scenario names", async () => {
+    const file = staged(
+      undefined,
+      'd1Schema("DB", "./schema.sql")',
+      'unique("u", d1Rows("DB", "orders"), "k")',
+    );
+    const error = await failure(file);
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).problem).toBe(
+      `setup[0]: d1Schema("DB") names D1 binding "DB", but no Worker in the scenario binds it; no Worker binds D1 (${join(dirname(file), "wrangler.jsonc")} declares DB only in env.staging, which wrangler does not pass on to the top level, the part this check reads: env: "staging" in the options that load it reads that environment)`,
+    );
+  });
+
+  it("says it when every request fails, the Worker's env lacking the binding", async () => {
+    const result = await check(staged(undefined, "", 'invariant("fine", () => true)'));
+    expect(result.verdict).toBe("BOUNDED");
+    const warning =
+      "warnings" in result ? result.warnings?.find((w) => w.kind === "no-request-succeeded") : undefined;
+    expect(warning?.message).toMatch(
+      /TypeError: Cannot read properties of undefined \(reading 'prepare'\).*a Worker that fails \(\S+wrangler\.jsonc declares DB only in env\.staging, which wrangler does not pass on to the top level, the part this check reads: env: "staging" in the options that load it reads that environment\)\.$/,
+    );
+  });
+
+  it("says the top level declares what the environment read lacks, as wrangler inherits no vars", async () => {
+    const result = await check(
+      staged("staging", 'd1Schema("DB", "./schema.sql")', 'invariant("fine", () => true)'),
+    );
+    expect(result.verdict).toBe("BOUNDED");
+    expect("warnings" in result ? result.warnings : undefined).toBeUndefined();
+    const failing = staged("staging", "", 'invariant("fine", () => true)');
+    writeFileSync(
+      join(dirname(failing), "src/index.ts"),
+      `export default { fetch(_r: Request, env: { MODE: string }) { return new Response(env.MODE.toUpperCase()); } };`,
+    );
+    const warned = await check(failing);
+    const warning =
+      "warnings" in warned ? warned.warnings?.find((w) => w.kind === "no-request-succeeded") : undefined;
+    expect(warning?.message).toMatch(
+      /declares MODE only in the top level, which wrangler does not pass on to env\.staging, the part this check reads: leave env out of the options that load it to read the top level\)\.$/,
+    );
+  });
+});

@@ -40,6 +40,7 @@ describe("readWranglerConfig", () => {
       queueConsumers: [],
       crons: [],
       unsupported: [],
+      elsewhere: new Map(),
     });
   });
 
@@ -291,6 +292,7 @@ globs = ["**/*.dat", "**/*.raw"]
       queueConsumers: [],
       crons: [],
       unsupported: [],
+      elsewhere: new Map(),
     });
   });
 
@@ -444,6 +446,8 @@ triggers = { crons = [] }
       queueConsumers: [],
       crons: ["0 * * * *"],
       unsupported: [{ binding: "ASSETS", field: "assets" }],
+      // Not inherited from the top level, so the Worker lacks it: messages name where it is.
+      elsewhere: new Map([["CACHE", ["the top level"]]]),
     });
   });
 
@@ -458,6 +462,12 @@ triggers = { crons = [] }
     expect(top.name).toBe("checkout");
     expect(top.vars).toEqual({ MODE: "production" });
     expect(top.kvNamespaces).toEqual([{ binding: "CACHE", id: "prod" }]);
+    expect(top.elsewhere).toEqual(
+      new Map([
+        ["DB", ["env.staging"]],
+        ["JOBS", ["env.staging"]],
+      ]),
+    );
     expect(top.d1Databases).toEqual([]);
   });
 

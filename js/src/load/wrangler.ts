@@ -116,6 +116,13 @@ export interface WorkerConfig {
   readonly crons: readonly string[];
   /** Bindings of kinds eutaxy does not simulate, with the config field that declares each. */
   readonly unsupported: readonly { readonly binding: string; readonly field: string }[];
+  /**
+   * Bindings (and vars) the part of the config read does not declare but another part does:
+   * name → where (`env.staging`, or `the top level` when an environment is read). Wrangler
+   * inherits no binding between the two, so the Worker's `env` lacks them; messages use it to
+   * say which environment to read.
+   */
+  readonly elsewhere: ReadonlyMap<string, readonly string[]>;
 }
 
 /**
@@ -650,7 +657,52 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
     queueConsumers,
     crons,
     unsupported,
+    elsewhere: declaredElsewhere(raw, env, declaredAt),
   };
+}
+
+/** The keys that name a binding, per binding kind eutaxy simulates (`outer.inner` for a list in an object). */
+const SIMULATED_LISTS = {
+  d1_databases: "binding",
+  kv_namespaces: "binding",
+  services: "binding",
+  "durable_objects.bindings": "name",
+  "queues.producers": "binding",
+} as const;
+
+/**
+ * The bindings and vars the other parts of `config` declare (its top level when `env` is read,
+ * its other environments) and the part read does not, with the parts that declare each. Read
+ * loosely: those parts are not checked, as `wrangler --env` checks only the one it reads.
+ */
+function declaredElsewhere(
+  config: Fields,
+  env: string | undefined,
+  declared: ReadonlyMap<string, string>,
+): Map<string, string[]> {
+  const parts: [string, unknown][] = env === undefined ? [] : [["the top level", config]];
+  if (isObject(config.env)) {
+    for (const [name, part] of Object.entries(config.env))
+      if (name !== env) parts.push([`env.${name}`, part]);
+  }
+  const elsewhere = new Map<string, string[]>();
+  const note = (binding: unknown, where: string) => {
+    if (typeof binding !== "string" || declared.has(binding)) return;
+    const places = elsewhere.get(binding) ?? [];
+    if (!places.includes(where)) places.push(where);
+    elsewhere.set(binding, places);
+  };
+  for (const [where, part] of parts) {
+    if (!isObject(part)) continue;
+    if (isObject(part.vars)) for (const key of Object.keys(part.vars)) note(key, where);
+    for (const [field, key] of Object.entries(SIMULATED_LISTS)) {
+      const [outer, inner] = field.split(".") as [string, string | undefined];
+      const holder = inner === undefined ? part : part[outer];
+      const list = isObject(holder) ? holder[inner ?? outer] : undefined;
+      if (Array.isArray(list)) for (const entry of list) if (isObject(entry)) note(entry[key], where);
+    }
+  }
+  return elsewhere;
 }
 
 /** A value for a Worker's env from a file of local secrets, and the file it comes from. */

@@ -19,6 +19,7 @@ import type { LoadedScenario } from "../load/scenario.ts";
 import type { D1DatabaseBinding, KvNamespaceBinding, QueueConsumer, WorkerConfig } from "../load/wrangler.ts";
 import { readDevVars, readWranglerConfig } from "../load/wrangler.ts";
 import { nodejsCompat } from "./compatibility.ts";
+import { environmentHintFor } from "./environment-hint.ts";
 import {
   KEY_BYTES_MAX as KV_KEY_BYTES_MAX,
   METADATA_BYTES_MAX as KV_METADATA_BYTES_MAX,
@@ -324,9 +325,10 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
     if (d1StoreOf(workers, db) === undefined) {
       const names = bindingNames(workers, "d1");
       const known = names.length ? `the D1 bindings are ${names.join(", ")}` : "no Worker binds D1";
+      const hint = environmentHintFor(workers, db);
       throw new InputError(
         file,
-        `${what} names D1 binding "${db}", but no Worker in the scenario binds it; ${known}`,
+        `${what} names D1 binding "${db}", but no Worker in the scenario binds it; ${known}${hint === undefined ? "" : ` (${hint})`}`,
       );
     }
   };
@@ -353,9 +355,10 @@ function kvEntriesOf(file: string, what: string, step: KvEntriesStep, workers: r
   if (kvStoreOf(workers, step.namespace) === undefined) {
     const names = bindingNames(workers, "kv");
     const known = names.length ? `the KV bindings are ${names.join(", ")}` : "no Worker binds KV";
+    const hint = environmentHintFor(workers, step.namespace);
     throw new InputError(
       file,
-      `${what} names KV binding "${step.namespace}", but no Worker in the scenario binds it; ${known}`,
+      `${what} names KV binding "${step.namespace}", but no Worker in the scenario binds it; ${known}${hint === undefined ? "" : ` (${hint})`}`,
     );
   }
   for (const [key, entry] of Object.entries(step.entries)) {
