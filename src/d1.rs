@@ -886,7 +886,7 @@ impl Databases {
         }
         run_setup_script(&database.connection, sql).map_err(|(statement, offset, e)| {
             let message = match &e {
-                StatementError::Sqlite(e) => message(e),
+                StatementError::Sqlite(e) | StatementError::Unprepared(e, _) => message(e),
                 StatementError::Message(m) => m.clone(),
             };
             SetupError {
@@ -1316,6 +1316,8 @@ impl From<Error> for SetupError {
 
 enum StatementError {
     Sqlite(rusqlite::Error),
+    /// A statement that did not prepare, with the byte of its text where SQLite stopped.
+    Unprepared(rusqlite::Error, usize),
     /// An error of our own, already worded for the user.
     Message(String),
 }
@@ -1323,6 +1325,19 @@ enum StatementError {
 impl From<rusqlite::Error> for StatementError {
     fn from(e: rusqlite::Error) -> Self {
         StatementError::Sqlite(e)
+    }
+}
+
+/// Why a statement did not prepare, with where in its text SQLite stopped when it says
+/// (`sqlite3_error_offset`: a syntax error, a name it could not resolve), which workerd adds to
+/// the message (`near "SELEC": syntax error at offset 0`).
+fn unprepared(connection: &Connection, error: rusqlite::Error) -> StatementError {
+    // SAFETY: the connection's own handle, read right after its failed prepare, on the thread
+    // that owns the connection; the call only reads the error state.
+    let offset = unsafe { rusqlite::ffi::sqlite3_error_offset(connection.handle()) };
+    match usize::try_from(offset) {
+        Ok(offset) => StatementError::Unprepared(error, offset),
+        Err(_) => StatementError::Sqlite(error),
     }
 }
 
@@ -1342,7 +1357,7 @@ fn run_statement(
         rusqlite::Error::MultipleStatement => StatementError::Message(
             "A prepared SQL statement must contain only one statement.".into(),
         ),
-        e => StatementError::Sqlite(e),
+        e => unprepared(connection, e),
     })?;
     if statement.parameter_count() != params.len() {
         return Err(StatementError::Message(format!(
@@ -1430,7 +1445,9 @@ fn run_script(
     let mut batch = Batch::new(connection, sql);
     let mut count: u64 = 0;
     loop {
-        let next = batch.next().map_err(|e| (count + 1, e.into()))?;
+        let next = batch
+            .next()
+            .map_err(|e| (count + 1, unprepared(connection, e)))?;
         let Some(mut statement) = next else {
             return Ok(count);
         };
@@ -1484,7 +1501,7 @@ fn run_setup_script(
         }
         let mut statement = connection
             .prepare(&sql[start..end])
-            .map_err(|e| (count, at, e.into()))?;
+            .map_err(|e| (count, at, unprepared(connection, e)))?;
         let mut rows = statement.raw_query();
         while rows.next().map_err(|e| (count, at, e.into()))?.is_some() {}
         start = end;
@@ -1504,27 +1521,27 @@ fn message(error: &rusqlite::Error) -> String {
     }
 }
 
-/// The message as D1 shows it after `D1_ERROR: `: SQLite's message, the primary result code's
-/// name and, as workerd adds it, the extended code's name when there is one:
+/// The message as D1 shows it after `D1_ERROR: `: SQLite's message, where in the statement's
+/// text it stopped when the statement did not prepare (`near "SELEC": syntax error at offset
+/// 0: SQLITE_ERROR`), the primary result code's name and, as workerd adds it, the extended
+/// code's name when there is one:
 /// `UNIQUE constraint failed: charges.id: SQLITE_CONSTRAINT (extended: SQLITE_CONSTRAINT_PRIMARYKEY)`.
 fn d1_message(error: &StatementError) -> String {
-    let coded = |e: &rusqlite::Error, extended_code: i32| {
-        let primary = code_name(extended_code);
-        match extended_name(extended_code) {
-            Some(extended) => format!("{}: {primary} (extended: {extended})", message(e)),
-            None => format!("{}: {primary}", message(e)),
-        }
+    let (e, at) = match error {
+        StatementError::Message(message) => return message.clone(),
+        StatementError::Sqlite(e) => (e, String::new()),
+        StatementError::Unprepared(e, offset) => (e, format!(" at offset {offset}")),
     };
-    match error {
-        StatementError::Message(message) => message.clone(),
-        StatementError::Sqlite(e @ rusqlite::Error::SqliteFailure(failure, _)) => {
-            coded(e, failure.extended_code)
-        }
+    let extended_code = match e {
+        rusqlite::Error::SqliteFailure(failure, _) => failure.extended_code,
         #[cfg(not(target_arch = "wasm32"))]
-        StatementError::Sqlite(e @ rusqlite::Error::SqlInputError { error, .. }) => {
-            coded(e, error.extended_code)
-        }
-        StatementError::Sqlite(e) => message(e),
+        rusqlite::Error::SqlInputError { error, .. } => error.extended_code,
+        _ => return format!("{}{at}", message(e)),
+    };
+    let primary = code_name(extended_code);
+    match extended_name(extended_code) {
+        Some(extended) => format!("{}{at}: {primary} (extended: {extended})", message(e)),
+        None => format!("{}{at}: {primary}", message(e)),
     }
 }
 
@@ -2122,7 +2139,7 @@ mod tests {
         let syntax = databases.run("payments/DB", "SELEC 1", &[]).unwrap_err();
         assert_eq!(
             syntax.message(),
-            "near \"SELEC\": syntax error: SQLITE_ERROR"
+            "near \"SELEC\": syntax error at offset 0: SQLITE_ERROR"
         );
         let missing = databases
             .run("payments/DB", "SELECT * FROM foo", &[])
