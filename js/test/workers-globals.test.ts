@@ -1,7 +1,7 @@
 /**
  * What workerd gives a Worker that Node lacks (js/test/fixtures/workers-globals): `navigator`,
  * `crypto.subtle.timingSafeEqual`, `crypto.DigestStream`, `IdentityTransformStream`,
- * `FixedLengthStream`, `URLPattern` and the iterator helpers answer on the Node runtime as on workerd, whose answers the
+ * `FixedLengthStream`, `URLPattern`, the iterator helpers and a response's default `statusText` answer on the Node runtime as on workerd, whose answers the
  * scenario holds them to, as do `self` and the global scope's listeners; `process.env` holds
  * the Worker's own vars (a JSON var as its JSON text) and secrets, not the machine's; and a promise the Worker rejects and nothing handles
  * goes to the Worker's unhandledrejection listeners, and is logged (as workerd logs it) unless

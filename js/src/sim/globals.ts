@@ -11,6 +11,7 @@
 
 import { AsyncResource } from "node:async_hooks";
 import { SimulationError } from "../errors.ts";
+import { installStatusText } from "./status-text.ts";
 
 /** Where the wrappers draw from while a run is active. */
 export interface DeterminismSource {
@@ -443,7 +444,8 @@ interface Zlib {
  * shows them (messages included): `navigator` (Cloudflare's, while a run is active: Node 21+ has
  * its own, and `navigator.userAgent === "Cloudflare-Workers"` is how Workers tell where they
  * run), `crypto.subtle.timingSafeEqual`, `crypto.DigestStream`, `IdentityTransformStream` and
- * `FixedLengthStream`. (`URLPattern` is Node's own from Node 23.8 on.)
+ * `FixedLengthStream`, and a response's `statusText` with workerd's phrase for its status when it
+ * was made without one. (`URLPattern` is Node's own from Node 23.8 on.)
  */
 function installWorkersGlobals(): void {
   const platform = globalThis as unknown as Record<string, unknown> & {
@@ -452,6 +454,8 @@ function installWorkersGlobals(): void {
   const nodeCrypto = platform.process?.getBuiltinModule?.("node:crypto") as
     | { createHash(algorithm: string): { update(data: Uint8Array): void; digest(): Uint8Array } }
     | undefined;
+
+  installStatusText(() => source !== undefined);
 
   const realNavigator = platform.navigator;
   const workersNavigator = Object.freeze({
