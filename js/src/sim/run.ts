@@ -187,6 +187,12 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    * invocations before it held every place `maxConcurrentInvocations` gives.
    */
   lateEvent: { readonly event: string; readonly lateMs: number } | undefined;
+  /**
+   * The driver's events (by index) an interleaved run's schedule made late: a step it chose moved
+   * the clock past their time while a step that needs no time was offered (`lateEvent` leaves
+   * them out).
+   */
+  private readonly lateByChoice = new Set<number>();
   /** The outbound requests the scenario's scripts answered, in order (`FinalState.outbound`). */
   readonly outbound: OutboundRequest[] = [];
   /** Queues no Worker of the scenario consumes that a Worker sent to, each with the first binding it sent through. */
@@ -595,18 +601,18 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    * kept from being delivered then (one at a time, an alarm that waits on a timer past it) is
    * delivered late, and the trace says when.
    */
-  private sendAt(event: SimEvent): void {
+  private sendAt(event: SimEvent, index?: number): void {
     if (event.atMs === undefined) return;
     const sent = `${event.id} ${event.arrives ?? "sent"} at ${event.atMs - CLOCK_START_MS} ms`;
     if (event.atMs >= this.nowMs()) {
       this.advanceClockTo(event.atMs);
       this.trace(sent);
     } else {
-      this.trace(
-        `${sent}, delivered at ${this.nowMs() - CLOCK_START_MS} ms, when the work before it let it in`,
-      );
+      const chosen = index !== undefined && this.lateByChoice.has(index);
+      const why = chosen ? "after the steps the schedule ran first" : "when the work before it let it in";
+      this.trace(`${sent}, delivered at ${this.nowMs() - CLOCK_START_MS} ms, ${why}`);
       const lateMs = this.nowMs() - event.atMs;
-      if (lateMs >= LATE_EVENT_NOTED_MS) this.lateEvent ??= { event: event.id, lateMs };
+      if (lateMs >= LATE_EVENT_NOTED_MS && !chosen) this.lateEvent ??= { event: event.id, lateMs };
     }
   }
 
@@ -621,6 +627,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       await this.quiesceInterleaved(next < events.length);
       if (this.moduleState && !this.moduleStateChanged) this.moduleStateChanged = this.moduleState.changed();
       const steps = this.effectSteps();
+      // The steps that need no time to pass: a binding call or its answer, an event due now.
+      const immediate = new Set(steps);
       // The next event, when the driver sends it at a time still to come and it may start: what
       // is due after it waits for it, and it waits until nothing else can run before its time.
       const index = events[next];
@@ -644,7 +652,9 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
                 this.nowMs(),
               );
         if (index !== undefined && (later === undefined || (steps.length === 0 && !work))) {
-          steps.push(this.eventStep(index, () => next++));
+          const event = this.eventStep(index, () => next++);
+          if (later === undefined) immediate.add(event);
+          steps.push(event);
         }
         if (work) steps.push(this.platformStep(work));
       }
@@ -657,9 +667,20 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       }
       this.clockMs = this.engine.nowMs();
       const before = this.lastPerformed;
+      const clockBefore = this.nowMs();
       (steps[chosen] as Step).take();
       // Only the step that performed an effect leaves it for its answer to follow.
       if (this.lastPerformed === before) this.lastPerformed = undefined;
+      // A step that moved the clock past a driver's event while another step that needs no time
+      // was offered (an invocation's next call, the event before it) made that event late by the
+      // schedule's choice: other runs take that step first, which may free a place for it in
+      // time, so its lateness is no sign that no run had it overlap the invocations before it.
+      if (this.nowMs() > clockBefore && steps.some((step, i) => i !== chosen && immediate.has(step))) {
+        for (const i of events.slice(next)) {
+          const atMs = this.events[i]?.atMs;
+          if (atMs !== undefined && atMs > clockBefore && atMs < this.nowMs()) this.lateByChoice.add(i);
+        }
+      }
     }
   }
 
@@ -783,7 +804,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
         footprint: moves ? [] : (event.footprint ?? []),
       },
       take: () => {
-        this.sendAt(event);
+        this.sendAt(event, index);
         started();
         this.startTask(() => event.deliver(this, index));
       },
