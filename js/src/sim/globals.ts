@@ -11,6 +11,7 @@
 
 import { AsyncResource } from "node:async_hooks";
 import { SimulationError } from "../errors.ts";
+import { defaultAbortReason, reasonFromRuntime } from "./abort.ts";
 import { installStatusText } from "./status-text.ts";
 
 /** Where the wrappers draw from while a run is active. */
@@ -283,6 +284,16 @@ function install(): void {
   globalThis.setInterval = timer(true, realSetInterval) as typeof setInterval;
   globalThis.clearTimeout = clear(realClearTimeout) as typeof clearTimeout;
   globalThis.clearInterval = clear(realClearInterval) as typeof clearInterval;
+  // An abort given no reason has workerd's, whose message is not Node's.
+  if (!IN_WORKERD) {
+    const realAbort = AbortController.prototype.abort;
+    AbortController.prototype.abort = function abort(this: AbortController, reason?: unknown): void {
+      Reflect.apply(realAbort, this, [reason === undefined && source ? defaultAbortReason() : reason]);
+    };
+    const realAbortSignalAbort = AbortSignal.abort.bind(AbortSignal);
+    AbortSignal.abort = (reason?: unknown): AbortSignal =>
+      realAbortSignalAbort(reason === undefined && source ? defaultAbortReason() : reason);
+  }
   // A signal that aborts with a TimeoutError after `ms` of the run's clock.
   AbortSignal.timeout = (ms: number): AbortSignal => {
     if (!source?.setTimer) return realAbortSignalTimeout(ms);
@@ -328,7 +339,27 @@ function install(): void {
         if (!source?.setTimer && realScheduler?.wait) {
           return Reflect.apply(realScheduler.wait, realScheduler, [ms, options]) as Promise<void>;
         }
-        return new Promise<void>((resolve) => globalThis.setTimeout(resolve, ms));
+        const signal = (options as { signal?: unknown } | null | undefined)?.signal;
+        if (!(signal instanceof AbortSignal)) {
+          return new Promise<void>((resolve) => globalThis.setTimeout(resolve, ms));
+        }
+        // With a signal, workerd's wait rejects once it aborts (at once if it has), with the
+        // reason as the runtime gives it back, and its timer no longer holds the request.
+        return new Promise<void>((resolve, reject) => {
+          if (signal.aborted) {
+            reject(reasonFromRuntime(signal.reason));
+            return;
+          }
+          const abort = () => {
+            globalThis.clearTimeout(id);
+            reject(reasonFromRuntime(signal.reason));
+          };
+          const id = globalThis.setTimeout(() => {
+            signal.removeEventListener("abort", abort);
+            resolve();
+          }, ms);
+          signal.addEventListener("abort", abort, { once: true });
+        });
       },
     },
   });

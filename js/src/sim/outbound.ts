@@ -18,6 +18,7 @@
 import type { OutboundHandlers } from "../cloudflare.ts";
 import type { FootprintEntry } from "../engine.ts";
 import { InputError, SimulationError } from "../errors.ts";
+import { reasonFromRuntime } from "./abort.ts";
 import { cacheRefusal } from "./compatibility.ts";
 import type { RunContext } from "./context.ts";
 import { GLOBAL_SCOPE } from "./globals.ts";
@@ -103,11 +104,12 @@ export function refusedAtImport(): Promise<never> {
 
 /**
  * `answer`, unless `signal` aborts first (a deadline that passes while a script takes its time):
- * then the fetch rejects with the signal's reason, as the Fetch standard says.
+ * then the fetch rejects with the signal's reason as workerd gives it back from the request it
+ * had sent, a copy (`reasonFromRuntime`).
  */
 function untilAborted<T>(answer: Promise<T>, signal: AbortSignal): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const abort = () => reject(signal.reason);
+    const abort = () => reject(reasonFromRuntime(signal.reason));
     signal.addEventListener("abort", abort, { once: true });
     answer.then(
       (value) => {
