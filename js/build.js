@@ -14,7 +14,8 @@ rmSync("js/dist", { recursive: true, force: true });
 // esbuild bundles in a process of its own while TypeScript loads and writes the declarations here.
 const bundling = build({
   // parallel-worker is the entry of --workers' threads, which load it by its path beside cli.js.
-  entryPoints: [...PUBLIC_MODULES, "js/src/cli.ts", "js/src/parallel-worker.ts"],
+  // in-workerd is what package.json's `workerd` condition gives `eutaxy` and `eutaxy/vitest`.
+  entryPoints: [...PUBLIC_MODULES, "js/src/cli.ts", "js/src/parallel-worker.ts", "js/src/in-workerd.ts"],
   outdir: "js/dist",
   bundle: true,
   splitting: true,
