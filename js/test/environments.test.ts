@@ -98,7 +98,7 @@ describe("a Worker checked as a wrangler environment", () => {
     expect(await check(join(dir, "staging.sim.ts"))).toMatchObject({ verdict: "BOUNDED" });
   });
 
-  it("has no binding only the top level declares", async () => {
+  it("has no binding only the top level declares, and the message says where it is", async () => {
     const dir = project({
       ...shop,
       "staging.sim.ts": shopScenario("staging", 'd1Schema("DB", "./schema.sql")', "() => true"),
@@ -106,7 +106,7 @@ describe("a Worker checked as a wrangler environment", () => {
     const error = await check(join(dir, "staging.sim.ts")).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InputError);
     expect((error as InputError).problem).toBe(
-      'setup[1]: d1Schema("DB") names D1 binding "DB", but no Worker in the scenario binds it; the D1 bindings are payments-staging/DB',
+      `setup[1]: d1Schema("DB") names D1 binding "DB", but no Worker in the scenario binds it; the D1 bindings are payments-staging/DB (${join(dir, "wrangler.toml")} declares DB only in the top level, which wrangler does not pass on to env.staging, the part this check reads: leave env out of the options that load it to read the top level)`,
     );
   });
 
