@@ -29,7 +29,7 @@ import type { StorageHooks } from "../src/sim/durable-object-tables.ts";
  * - `{ op: "transaction", ops, rollback?, throws? }`: `ops` on the transaction, then
  *   `txn.rollback()` or a throw; the value is `{ result, outcomes }`
  * - `{ op: "sql", query, bindings?, read }`: `sql.exec`, then the cursor read as `read` says
- *   (`toArray`, `one`, `raw`, `next`, `none`); the value is the rows with the cursor's
+ *   (`toArray`, `one`, `raw`, `next`, `tag`, `none`); the value is the rows with the cursor's
  *   `columnNames`, `rowsRead` and `rowsWritten` after the read
  * - `{ op: "transactionSync", ops, throws? }`: sql operations inside `transactionSync`
  * - `{ op: "storage", ops }`: `ops` on `ctx.storage` itself, also inside a transaction; the
@@ -104,6 +104,7 @@ function readCursor(cursor, read) {
   // The iterators workerd returns inherit the iterator helpers; raw() shares the cursor's place.
   else if (read === "rawToArray") rows = [cursor.next(), cursor.raw().toArray(), cursor.raw() instanceof Iterator];
   else if (read === "helpers") rows = cursor[Symbol.iterator]().filter((r) => r.id > 1).map((r) => r.name).toArray();
+  else if (read === "tag") rows = Object.prototype.toString.call(cursor);
   return { rows, columnNames: cursor.columnNames, rowsRead: cursor.rowsRead, rowsWritten: cursor.rowsWritten };
 }
 
@@ -621,6 +622,48 @@ describe("Durable Object SQL storage fidelity against Miniflare", () => {
       error: "UNIQUE constraint failed: users.name: SQLITE_CONSTRAINT (extended: SQLITE_CONSTRAINT_UNIQUE)",
     });
     expect(outcomes[5]).toMatchObject({ name: "Error", sync: true });
+  });
+
+  it("runs several statements in one exec as workerd does, an empty one after the last refused", async () => {
+    const ops = [
+      sql("CREATE TABLE m (v)", "none"),
+      // Only the last statement may take bindings, and a statement that would take them is not
+      // run; one with none given is refused all the same.
+      sql("INSERT INTO m VALUES (?); SELECT 1 AS x", "toArray", [1]),
+      sql("SELECT ? AS a; SELECT 2 AS b", "toArray"),
+      // Text after the last `;` that holds no statement (a comment, another `;`) is refused,
+      // after the statements before it ran: three rows are in.
+      sql("INSERT INTO m VALUES (1); -- done", "none"),
+      sql("INSERT INTO m VALUES (2);;", "none"),
+      sql("INSERT INTO m VALUES (3); /* c */", "none"),
+      sql("SELECT ? AS a; -- c", "one", [1]),
+      sql("SELECT 1 AS a; -- c", "one", [1, 2]),
+      sql("SELECT count(*) AS n FROM m -- a comment with no ; before it", "one"),
+      sql("SELECT 1 AS a;\n\t ", "one"),
+      sql("-- first\n; SELECT 2 AS b", "one"),
+      // The cursor's counts are the last statement's.
+      sql("INSERT INTO m VALUES (4); INSERT INTO m VALUES (5), (6)", "toArray"),
+      sql("INSERT INTO m VALUES (7), (8), (9); SELECT 1 AS x", "toArray"),
+      sql("SELECT v FROM m WHERE v = 1", "next"),
+      sql("SELECT v FROM m WHERE v = 0", "tag"),
+      call("transactionSync", 5),
+    ];
+    const { sim, mf } = await both(ops);
+    expect(normalizeSql(sim)).toEqual(normalizeSql(mf));
+    const written = (outcomes: Outcome[]) =>
+      [11, 12].map((i) => (outcomes[i]?.value as { rowsWritten?: number } | undefined)?.rowsWritten);
+    expect(written(mf)).toEqual([2, 0]);
+    expect(written(sim)).toEqual([2, 0]);
+    expect(mf[1]).toMatchObject({
+      error:
+        "When executing multiple SQL statements in a single call, only the last statement can have parameters.",
+    });
+    expect(mf[3]).toMatchObject({ error: "SQL code did not contain a statement." });
+    expect(mf[8]?.value).toMatchObject({ rows: { n: 3 } });
+    expect(mf[13]?.value).toMatchObject({
+      rows: [{ done: false }, { done: true, value: { $undefined: true } }],
+    });
+    expect(mf[14]?.value).toMatchObject({ rows: "[object Cursor]" });
   });
 
   it("enforces foreign keys and refuses what workerd's authorizer refuses, alike", async () => {

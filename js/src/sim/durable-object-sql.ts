@@ -12,7 +12,8 @@
  * - Statements run to completion inside `exec`; the cursor walks rows already read. workerd
  *   steps lazily, so its `rowsRead` grows as the cursor advances; here it is final at once.
  * - With several statements in one `exec`, every statement runs and the cursor is over the last,
- *   as in workerd; the bindings go to the last statement.
+ *   as in workerd; the bindings go to the last statement, and `rowsRead` and `rowsWritten` are
+ *   the last statement's.
  * - A number with an integral value is bound as an INTEGER; workerd binds every number as a
  *   double (`typeof(?)` is `real`, `'x' || 7` is `x7.0`). The engine cannot bind an integral
  *   double yet (src/wasm.rs); js/test/fidelity-durable-objects.test.ts asserts the difference.
@@ -59,9 +60,10 @@ export class SimSqlCursor<T extends Row = Row> {
     return this.#rowsWritten;
   }
 
-  next(): { done?: false; value: T } | { done: true; value?: never } {
+  next(): { done?: false; value: T } | { done: true; value?: undefined } {
     const row = this.#take();
-    return row === undefined ? { done: true } : { done: false, value: this.#object(row) };
+    // workerd's result has `value: undefined` once done, as an iterator's does.
+    return row === undefined ? { done: true, value: undefined } : { done: false, value: this.#object(row) };
   }
 
   toArray(): T[] {
@@ -83,6 +85,11 @@ export class SimSqlCursor<T extends Row = Row> {
   /** The remaining rows as arrays, in column order; shares its position with the cursor. */
   raw<U extends SqlValue[]>(): IterableIterator<U> {
     return new RowIterator(() => this.#take() as U | undefined);
+  }
+
+  /** workerd's class is `Cursor` (`Object.prototype.toString` gives `[object Cursor]`). */
+  get [Symbol.toStringTag](): string {
+    return "Cursor";
   }
 
   [Symbol.iterator](): IterableIterator<T> {
@@ -146,26 +153,27 @@ export class SimSqlStorage {
 
   exec<T extends Row = Row>(query: string, ...bindings: unknown[]): SimSqlCursor<T> {
     this.requireCurrent("sql.exec()");
-    const statements = parsed(String(query));
-    if (statements.length === 0) throw new Error("SQL code did not contain a statement.");
+    const { statements, emptyTail } = parsed(String(query));
+    if (statements.length === 0) throw new Error(NO_STATEMENT);
     if (statements.length > STATEMENTS_PER_EXEC_MAX) {
       throw new Error(`eutaxy runs at most ${STATEMENTS_PER_EXEC_MAX} statements per exec`);
     }
     const params = bindings.map(toBinding);
     this.store.beforeWrite();
     let last: D1RawResult | undefined;
-    let rowsRead = 0;
-    let rowsWritten = 0;
     for (const [i, { sql, refused }] of statements.entries()) {
       if (refused !== undefined) refuse(refused);
-      const isLast = i === statements.length - 1;
-      last = sqlCall(() => this.store.run(sql, isLast ? params : []));
-      rowsRead += last.rowsRead;
-      rowsWritten += last.rowsWritten;
+      // workerd runs each statement that has text after it before it prepares that text; so
+      // with an empty statement at the end (`…; -- done`), the last real one is not the last.
+      const isLast = i === statements.length - 1 && !emptyTail;
+      last = sqlCall(() => this.store.run(sql, isLast ? params : []), !isLast);
     }
+    // The statements before it ran (and wrote), as in workerd, before this one fails to prepare.
+    if (emptyTail) throw new Error(NO_STATEMENT);
     const result = last as D1RawResult;
     const rows = result.rows.map((row) => row.map(toValue));
-    return new SimSqlCursor<T>([...result.columns], rows, rowsRead, rowsWritten);
+    // The cursor is the last statement's, and so are its counts, as workerd's.
+    return new SimSqlCursor<T>([...result.columns], rows, result.rowsRead, result.rowsWritten);
   }
 
   /** Bytes the database takes, pages in use times the page size (as workerd counts it). */
@@ -183,16 +191,26 @@ export class SimSqlStorage {
 /** workerd's text for a statement given the wrong number of bindings. */
 const WRONG_BINDINGS = "Wrong number of parameter bindings for SQL query.";
 
+/** workerd's text for a query, or the text after a statement, that holds no statement. */
+const NO_STATEMENT = "SQL code did not contain a statement.";
+
+/** workerd's text for a statement with parameters that is not the last of its `exec`. */
+const NOT_LAST_WITH_PARAMETERS =
+  "When executing multiple SQL statements in a single call, only the last statement can have parameters.";
+
 /**
  * Runs an engine call; its error (`no such table: t: SQLITE_ERROR`) is an Error, as workerd's.
- * The engine says how many bindings a statement takes; workerd does not.
+ * The engine says how many bindings a statement takes; workerd does not. A statement that is
+ * not the last one is run with no bindings, so one that takes any is refused as workerd
+ * refuses it before running it.
  */
-function sqlCall<T>(call: () => T): T {
+function sqlCall<T>(call: () => T, notLast = false): T {
   try {
     return call();
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    throw new Error(message.startsWith(WRONG_BINDINGS.slice(0, -1)) ? WRONG_BINDINGS : message);
+    if (!message.startsWith(WRONG_BINDINGS.slice(0, -1))) throw new Error(message);
+    throw new Error(notLast ? NOT_LAST_WITH_PARAMETERS : WRONG_BINDINGS);
   }
 }
 
@@ -231,15 +249,23 @@ type Refusal = "transaction" | "reserved";
  * this many the memory starts over (SQL built with its values in it is a new text every time).
  */
 const PARSED_MAX = 4096;
-const parsedQueries = new Map<string, readonly ParsedStatement[]>();
 
-function parsed(query: string): readonly ParsedStatement[] {
+/** A query's statements, and whether text workerd would take for one more follows the last. */
+interface ParsedQuery {
+  readonly statements: readonly ParsedStatement[];
+  readonly emptyTail: boolean;
+}
+
+const parsedQueries = new Map<string, ParsedQuery>();
+
+function parsed(query: string): ParsedQuery {
   const known = parsedQueries.get(query);
   if (known !== undefined) return known;
-  const statements = splitStatements(query).map((sql) => ({ sql, refused: refusal(sql) }));
+  const { statements, emptyTail } = splitQuery(query);
+  const result = { statements: statements.map((sql) => ({ sql, refused: refusal(sql) })), emptyTail };
   if (parsedQueries.size >= PARSED_MAX) parsedQueries.clear();
-  parsedQueries.set(query, statements);
-  return statements;
+  parsedQueries.set(query, result);
+  return result;
 }
 
 /**
@@ -263,12 +289,27 @@ function refuse(refused: Refusal): never {
  * ends the statement. Statements of nothing but whitespace and comments are dropped.
  */
 export function splitStatements(sql: string): string[] {
+  return splitQuery(sql).statements;
+}
+
+/**
+ * The statements, and `emptyTail`: whether anything but whitespace (a comment, another `;`)
+ * follows the `;` that ends the last one. workerd's `exec` prepares the text after each
+ * statement unless it is only whitespace; SQLite skips comments and empty statements before a
+ * statement, but text that holds none fails with `SQL code did not contain a statement.`, so
+ * `SELECT 1; -- done` fails where `SELECT 1 -- done` does not (compared with Miniflare's).
+ */
+export function splitQuery(sql: string): { statements: string[]; emptyTail: boolean } {
   const statements: string[] = [];
   let start = 0;
   let words: string[] = [];
   let i = 0;
+  let lastEnd = -1;
   const flush = (end: number) => {
-    if (words.length > 0) statements.push(sql.slice(start, end).trim());
+    if (words.length > 0) {
+      statements.push(sql.slice(start, end).trim());
+      lastEnd = end;
+    }
     start = end + 1;
     words = [];
   };
@@ -311,7 +352,8 @@ export function splitStatements(sql: string): string[] {
     }
   }
   flush(sql.length);
-  return statements;
+  const emptyTail = statements.length > 0 && !/^\s*$/.test(sql.slice(lastEnd + 1));
+  return { statements, emptyTail };
 }
 
 function isTrigger(words: readonly string[]): boolean {

@@ -248,6 +248,12 @@ export class SimDurableObjectStorage {
 
   /** SQLite-backed objects: runs `closure` in a savepoint, rolled back if it throws. */
   transactionSync<T>(closure: () => T): T {
+    if (typeof closure !== "function") {
+      // workerd checks the argument's type before the call runs, with its binding layer's text.
+      throw new TypeError(
+        "Failed to execute 'transactionSync' on 'DurableObjectStorage': parameter 1 is not of type 'function'.",
+      );
+    }
     if (!this.#sqlite) throw new Error("SQL is not enabled for this Durable Object class.");
     this.#current("storage.transactionSync()");
     if (this.#syncDepth >= SYNC_DEPTH_MAX) {

@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { type CheckResult, check } from "../index.ts";
 import { hexFromName, idFromString } from "./durable-object-id.ts";
-import { splitStatements } from "./durable-object-sql.ts";
+import { splitQuery, splitStatements } from "./durable-object-sql.ts";
 import { durableObjectStore, RESET_MESSAGE } from "./durable-objects.ts";
 
 const fixture = (file: string) =>
@@ -46,6 +46,19 @@ describe("splitting SQL into statements", () => {
       splitStatements("CREATE TRIGGER t AFTER INSERT ON a BEGIN INSERT INTO b VALUES (1); END; SELECT 2;"),
     ).toEqual(["CREATE TRIGGER t AFTER INSERT ON a BEGIN INSERT INTO b VALUES (1); END", "SELECT 2"]);
     expect(splitStatements("  ; -- nothing\n")).toEqual([]);
+  });
+
+  it("tells text that holds no statement after the last one's semicolon, as workerd prepares it", () => {
+    const tail = (sql: string) => splitQuery(sql).emptyTail;
+    expect(tail("SELECT 1; -- done")).toBe(true);
+    expect(tail("SELECT 1;;")).toBe(true);
+    expect(tail("SELECT 1; /* c */")).toBe(true);
+    expect(tail("CREATE TRIGGER t AFTER INSERT ON a BEGIN SELECT 1; END; -- c")).toBe(true);
+    expect(tail("SELECT 1 -- done")).toBe(false);
+    expect(tail("SELECT 1;\n\t ")).toBe(false);
+    expect(tail("-- first\n; SELECT 2")).toBe(false);
+    expect(tail("SELECT 1; ; SELECT 2")).toBe(false);
+    expect(tail("-- nothing")).toBe(false);
   });
 });
 
