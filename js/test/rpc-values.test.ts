@@ -19,3 +19,10 @@ describe("a Date and an error over RPC", () => {
     expect((await check(fixture("scripted.sim.ts"))).verdict).toBe("BOUNDED");
   });
 });
+
+describe("a Durable Object's stub over RPC", () => {
+  it("is refused as an argument and as a result with workerd's DataCloneError", async () => {
+    // It said `#<Object> could not be cloned.`: the stub is a Proxy, which the clone cannot read.
+    expect((await check(fixture("stub-argument/stub-argument.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { cloneValue } from "./clone.ts";
+import { cloneValue, refuseOverRpc } from "./clone.ts";
 import { RpcTarget } from "./workers-module.ts";
 
 /** Whatever `structuredClone` answers or throws for `value`, `cloneValue` must too. */
@@ -67,6 +67,15 @@ describe("cloneValue: what Workers RPC refuses", () => {
       'Could not serialize object of type "Charge". This type does not support serialization.',
     );
     expect(() => cloneValue([new Charge(7)])).toThrow(expect.objectContaining({ name: "DataCloneError" }));
+  });
+
+  it("refuses a platform object it is told of, a Proxy among them, by the type workerd names", () => {
+    const stub = new Proxy({}, {});
+    refuseOverRpc(stub, "DurableObject");
+    expect(() => cloneValue([{ to: stub }, 1])).toThrow(
+      'Could not serialize object of type "DurableObject". This type does not support serialization.',
+    );
+    expect(() => cloneValue(stub)).toThrow(expect.objectContaining({ name: "DataCloneError" }));
   });
 
   it("copies errors, a custom error class's too, and platform types as the clone does", () => {

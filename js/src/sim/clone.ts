@@ -95,20 +95,37 @@ const CLONEABLE_PROTOTYPES: ReadonlySet<object | null> = new Set<object | null>(
     .map((type) => type.prototype),
 ]);
 
+/**
+ * Objects of the platform's that Workers RPC refuses to carry, with the type workerd names: a
+ * Durable Object's stub (`DurableObject`), which its namespace makes (durable-objects.ts). A
+ * `structuredClone` of one (a Proxy) would say only `#<Object> could not be cloned.`.
+ */
+const unserializable = new WeakMap<object, string>();
+
+/** Marks `item` as one Workers RPC refuses, naming it `type` in the DataCloneError. */
+export function refuseOverRpc(item: object, type: string): void {
+  unserializable.set(item, type);
+}
+
 /** Objects `refuseClassInstances` visits at most; past them the clone decides. */
 const REFUSE_VISITS_MAX = 100_000;
 
 /**
  * Throws Workers RPC's DataCloneError for the first object in `value` whose prototype is a class
- * the Worker defined (its Dates, which the simulation makes its own subclass's, are Dates).
+ * the Worker defined (its Dates, which the simulation makes its own subclass's, are Dates), or
+ * that the platform's RPC does not carry (`refuseOverRpc`).
  */
 function refuseClassInstances(value: unknown): void {
   walkObjects(value, REFUSE_VISITS_MAX, (item) => {
+    const refused = unserializable.get(item);
     const prototype = Object.getPrototypeOf(item);
-    if (CLONEABLE_PROTOTYPES.has(prototype) || item instanceof Date || item instanceof Error) return true;
-    // Platform objects (a Response, a stream) are the clone's to refuse or copy.
-    if (isRpcTarget(item) || isPlatformObject(item)) return false;
-    const name = (prototype as { constructor?: { name?: string } } | null)?.constructor?.name || "Object";
+    if (refused === undefined) {
+      if (CLONEABLE_PROTOTYPES.has(prototype) || item instanceof Date || item instanceof Error) return true;
+      // Platform objects (a Response, a stream) are the clone's to refuse or copy.
+      if (isRpcTarget(item) || isPlatformObject(item)) return false;
+    }
+    const name =
+      refused ?? ((prototype as { constructor?: { name?: string } } | null)?.constructor?.name || "Object");
     throw new DOMException(
       `Could not serialize object of type "${name}". This type does not support serialization.`,
       "DataCloneError",
@@ -138,14 +155,16 @@ export function adoptDates<T>(value: T): T {
 /**
  * Calls `visit` once for each object in `value`, up to `max` of them: `value` itself, then, where
  * `visit` answers true, a Map's keys and values, a Set's values, or an object's own data
- * properties (no getter runs). Bytes and proxies are not entered.
+ * properties (no getter runs). Bytes and proxies are not entered; a proxy `refuseOverRpc` marked
+ * (a stub) is visited, not entered.
  */
 function walkObjects(value: unknown, max: number, visit: (item: object) => boolean): void {
   const seen = new Set<object>();
   const stack: unknown[] = [value];
   while (stack.length > 0 && seen.size < max) {
     const item = stack.pop();
-    if (typeof item !== "object" || item === null || seen.has(item) || types.isProxy(item)) continue;
+    if (typeof item !== "object" || item === null || seen.has(item)) continue;
+    if (types.isProxy(item) && !unserializable.has(item)) continue;
     seen.add(item);
     if (!visit(item) || ArrayBuffer.isView(item)) continue;
     if (item instanceof Map) for (const [k, v] of item) stack.push(k, v);

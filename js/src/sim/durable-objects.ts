@@ -36,7 +36,7 @@
  *   times (docs: "up to 6 retries"), each retry as the engine's redeliveries allow.
  */
 
-import { cloneValue, type StubHome } from "./clone.ts";
+import { cloneValue, refuseOverRpc, type StubHome } from "./clone.ts";
 import type { RunContext } from "./context.ts";
 import {
   hexFromName,
@@ -233,7 +233,7 @@ function createStub(
       }).then((value) => cloneValue(value, home));
     };
 
-  return new Proxy(
+  const stub = new Proxy(
     {},
     {
       get(_target, key) {
@@ -250,4 +250,8 @@ function createStub(
       },
     },
   );
+  // Workers RPC does not carry a stub as an argument or a result (compared with Miniflare's
+  // workerd): pass the object's name and make a stub there.
+  refuseOverRpc(stub, "DurableObject");
+  return stub;
 }
