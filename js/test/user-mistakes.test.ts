@@ -231,6 +231,8 @@ describe("what a Worker reaches for", () => {
   it.each([
     ["ctx.storage.kv (the synchronous KV API)", 'this.ctx.storage.kv.get("n")'],
     ["ctx.storage.getCurrentBookmark()", "await this.ctx.storage.getCurrentBookmark()"],
+    ["WebSocketPair (WebSockets)", "new WebSocketPair()"],
+    ["ctx.acceptWebSocket()", "this.ctx.acceptWebSocket({} as WebSocket)"],
   ])("a Durable Object's %s, even where the object catches what it throws", async (what, call) => {
     const room = `import { DurableObject } from "cloudflare:workers";
       export class Room extends DurableObject {
@@ -250,6 +252,64 @@ describe("what a Worker reaches for", () => {
     expect((error as InputError).problem).toBe(
       `Worker w used ${what}, which eutaxy does not simulate yet; the check cannot go on without it`,
     );
+  });
+});
+
+describe("a Durable Object that uses the WebSocket hibernation API with no socket connected", () => {
+  it("is answered as workerd answers it, so that the rest of the object can be checked", async () => {
+    // What Miniflare 4.20260426.0 answers the same calls (its workerd); before, the
+    // constructor's WebSocketRequestResponsePair was a ReferenceError, every request a 500, and
+    // getWebSockets() ended the check.
+    const room = `import { DurableObject } from "cloudflare:workers";
+      export class Room extends DurableObject {
+        constructor(ctx: DurableObjectState, env: unknown) {
+          super(ctx, env);
+          ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
+        }
+        read(): unknown {
+          const out: unknown[] = [];
+          const t = (f: () => unknown) => {
+            try { out.push(f()); } catch (e) { out.push(\`\${(e as Error).name}: \${(e as Error).message}\`); }
+          };
+          t(() => { const p = this.ctx.getWebSocketAutoResponse(); return p && [p.request, p.response, p instanceof WebSocketRequestResponsePair, Object.keys(p)]; });
+          t(() => this.ctx.getWebSockets());
+          t(() => this.ctx.getWebSockets("room"));
+          t(() => this.ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("é".repeat(1500), "y")));
+          t(() => this.ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("y", "x".repeat(3000))));
+          t(() => this.ctx.setWebSocketAutoResponse({ request: "a", response: "b" } as never));
+          t(() => new (WebSocketRequestResponsePair as never as new () => object)());
+          t(() => [this.ctx.setWebSocketAutoResponse(), this.ctx.getWebSocketAutoResponse()]);
+          t(() => [this.ctx.getHibernatableWebSocketEventTimeout(), this.ctx.setHibernatableWebSocketEventTimeout(5000), this.ctx.getHibernatableWebSocketEventTimeout()]);
+          t(() => this.ctx.setHibernatableWebSocketEventTimeout(-1));
+          t(() => this.ctx.getTags({} as WebSocket));
+          return out;
+        }
+      }`;
+    const expected = [
+      ["ping", "pong", true, []],
+      [],
+      [],
+      "RangeError: Request cannot be larger than 2048 bytes. A request of size 3000 was provided.",
+      "RangeError: Response cannot be larger than 2048 bytes. A response of size 3000 was provided.",
+      "TypeError: Failed to execute 'setWebSocketAutoResponse' on 'DurableObjectState': parameter 1 is not of type 'WebSocketRequestResponsePair'.",
+      "TypeError: Failed to construct 'WebSocketRequestResponsePair': constructor parameter 1 is not of type 'string'.",
+      [null, null],
+      [null, null, 5000],
+      "TypeError: The value cannot be converted because it is negative and this API expects a positive number.",
+      "TypeError: Failed to execute 'getTags' on 'DurableObjectState': parameter 1 is not of type 'WebSocket'.",
+    ];
+    const file = scenario(
+      'const ROOM = (env as any).ROOM; return Response.json(await ROOM.get(ROOM.idFromName("a")).read());',
+      `(state) => state.responses[0]?.body === ${JSON.stringify(JSON.stringify(expected))} || String(state.responses[0]?.body)`,
+      room,
+      {
+        compatibility_date: "2026-03-01",
+        durable_objects: { bindings: [{ name: "ROOM", class_name: "Room" }] },
+        migrations: [{ tag: "v1", new_sqlite_classes: ["Room"] }],
+      },
+    );
+    const result = await check(file);
+    expect(result.verdict === "VIOLATED" ? result.message : result.verdict).toBe("BOUNDED");
   });
 });
 

@@ -372,6 +372,10 @@ class SimDurableObjectState {
   readonly #run: RunContext;
   readonly #slot: ObjectSlot;
   readonly #live: LiveObject;
+  /** `setWebSocketAutoResponse`'s pair, as strings; the instance's, as workerd keeps it. */
+  #autoResponse: { readonly request: string; readonly response: string } | undefined;
+  /** `setHibernatableWebSocketEventTimeout`'s; null until set. */
+  #eventTimeoutMs: number | null = null;
 
   constructor(run: RunContext, slot: ObjectSlot, live: LiveObject) {
     this.#run = run;
@@ -454,18 +458,91 @@ class SimDurableObjectState {
     throw error;
   }
 
-  // WebSockets are out of eutaxy's scope: a Worker that reaches them ends the check.
+  // WebSockets are out of eutaxy's scope: a Worker that accepts one ends the check (it cannot
+  // make one either: `WebSocketPair` ends it first). What an object does with no socket
+  // connected is answered as workerd answers it (compared with Miniflare's), so that an object
+  // that sets its automatic answer in its constructor, or broadcasts to whoever is connected,
+  // can be checked for everything else it does.
   acceptWebSocket(): never {
     return notSimulated("ctx.acceptWebSocket()");
   }
 
-  getWebSockets(): never {
-    return notSimulated("ctx.getWebSockets()");
+  /** No socket is ever accepted, so none is connected, with any tag. */
+  getWebSockets(_tag?: string): WebSocket[] {
+    return [];
   }
 
-  setWebSocketAutoResponse(): never {
-    return notSimulated("ctx.setWebSocketAutoResponse()");
+  setWebSocketAutoResponse(pair?: unknown): void {
+    if (pair === undefined) {
+      this.#autoResponse = undefined;
+      return;
+    }
+    const Pair = (globalThis as { WebSocketRequestResponsePair?: new (a: string, b: string) => object })
+      .WebSocketRequestResponsePair;
+    if (Pair === undefined || !(pair instanceof Pair)) {
+      throw new TypeError(notOfType("setWebSocketAutoResponse", "WebSocketRequestResponsePair"));
+    }
+    const { request, response } = pair as { request: string; response: string };
+    for (const [name, text] of [
+      ["Request", request],
+      ["Response", response],
+    ] as const) {
+      const size = new TextEncoder().encode(text).byteLength;
+      if (size > AUTO_RESPONSE_BYTES_MAX) {
+        throw new RangeError(
+          `${name} cannot be larger than ${AUTO_RESPONSE_BYTES_MAX} bytes. A ${name.toLowerCase()} of size ${size} was provided.`,
+        );
+      }
+    }
+    this.#autoResponse = { request, response };
   }
+
+  getWebSocketAutoResponse(): object | null {
+    if (this.#autoResponse === undefined) return null;
+    const Pair = (globalThis as { WebSocketRequestResponsePair?: new (a: string, b: string) => object })
+      .WebSocketRequestResponsePair as new (
+      a: string,
+      b: string,
+    ) => object;
+    return new Pair(this.#autoResponse.request, this.#autoResponse.response);
+  }
+
+  /** Only a WebSocket the object accepted has a timestamp, and none can be. */
+  getWebSocketAutoResponseTimestamp(_ws: unknown): never {
+    throw new TypeError(notOfType("getWebSocketAutoResponseTimestamp", "WebSocket"));
+  }
+
+  getTags(_ws: unknown): never {
+    throw new TypeError(notOfType("getTags", "WebSocket"));
+  }
+
+  setHibernatableWebSocketEventTimeout(timeoutMs?: unknown): void {
+    if (timeoutMs === undefined) {
+      this.#eventTimeoutMs = null;
+      return;
+    }
+    const ms = Math.trunc(Number(timeoutMs));
+    if (ms < 0) {
+      throw new TypeError(
+        "The value cannot be converted because it is negative and this API expects a positive number.",
+      );
+    }
+    if (ms > 0xffff_ffff)
+      throw new TypeError("Value out of range. Must be less than or equal to 4294967295.");
+    this.#eventTimeoutMs = Number.isNaN(ms) ? 0 : ms;
+  }
+
+  getHibernatableWebSocketEventTimeout(): number | null {
+    return this.#eventTimeoutMs;
+  }
+}
+
+/** The largest request and response of an automatic WebSocket answer, in UTF-8 bytes (workerd's). */
+const AUTO_RESPONSE_BYTES_MAX = 2048;
+
+/** workerd's TypeError for an argument of the wrong type to a method of `ctx`. */
+function notOfType(method: string, type: string): string {
+  return `Failed to execute '${method}' on 'DurableObjectState': parameter 1 is not of type '${type}'.`;
 }
 
 function alarmHooks(run: RunContext, slot: ObjectSlot): StorageHooks {

@@ -471,12 +471,50 @@ interface Zlib {
 }
 
 /**
+ * workerd's `WebSocketRequestResponsePair` (a Durable Object's automatic answer to a hibernated
+ * WebSocket's message, for `ctx.setWebSocketAutoResponse`): its two strings, no own properties,
+ * and workerd's errors (compared with Miniflare's), but for a call without `new`, which is V8's
+ * TypeError for a class. A Durable Object sets one in its constructor
+ * whether or not a socket ever connects, so it is data here; the sockets are what eutaxy does not
+ * simulate.
+ */
+class WebSocketRequestResponsePair {
+  readonly #request: string;
+  readonly #response: string;
+
+  constructor(...args: unknown[]) {
+    for (const [i, value] of [args[0], args[1]].entries()) {
+      if (value === undefined) {
+        throw new TypeError(
+          `Failed to construct 'WebSocketRequestResponsePair': constructor parameter ${i + 1} is not of type 'string'.`,
+        );
+      }
+    }
+    this.#request = String(args[0]);
+    this.#response = String(args[1]);
+  }
+
+  get request(): string {
+    return this.#request;
+  }
+
+  get response(): string {
+    return this.#response;
+  }
+
+  get [Symbol.toStringTag](): string {
+    return "WebSocketRequestResponsePair";
+  }
+}
+
+/**
  * The globals workerd gives a Worker that Node lacks or has otherwise, as workerd 4.20260426
  * shows them (messages included): `navigator` (Cloudflare's, while a run is active: Node 21+ has
  * its own, and `navigator.userAgent === "Cloudflare-Workers"` is how Workers tell where they
- * run), `crypto.subtle.timingSafeEqual`, `crypto.DigestStream`, `IdentityTransformStream` and
- * `FixedLengthStream`, and a response's `statusText` with workerd's phrase for its status when it
- * was made without one. (`URLPattern` is Node's own from Node 23.8 on.)
+ * run), `crypto.subtle.timingSafeEqual`, `crypto.DigestStream`, `IdentityTransformStream`,
+ * `FixedLengthStream`, `WebSocketRequestResponsePair`, and a response's `statusText` with
+ * workerd's phrase for its status when it was made without one. (`URLPattern` is Node's own from
+ * Node 23.8 on.)
  */
 function installWorkersGlobals(): void {
   const platform = globalThis as unknown as Record<string, unknown> & {
@@ -566,6 +604,9 @@ function installWorkersGlobals(): void {
         super({ transform: (chunk, controller) => controller.enqueue(byteChunk(chunk)) });
       }
     };
+  }
+  if (platform.WebSocketRequestResponsePair === undefined) {
+    platform.WebSocketRequestResponsePair = WebSocketRequestResponsePair;
   }
   if (platform.FixedLengthStream === undefined) {
     platform.FixedLengthStream = class FixedLengthStream extends (
