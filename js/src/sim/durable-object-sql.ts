@@ -10,7 +10,9 @@
  *
  * Differences from production, all in what a Worker cannot rely on:
  * - Statements run to completion inside `exec`; the cursor walks rows already read. workerd
- *   steps lazily, so its `rowsRead` grows as the cursor advances; here it is final at once.
+ *   steps lazily, so its `rowsRead` grows as the cursor advances; here it is final at once. And a
+ *   write with `RETURNING` whose cursor is left unread keeps its statement open in workerd, which
+ *   fails the turn's commit and resets the object (docs/fidelity.md); here the write stands.
  * - With several statements in one `exec`, every statement runs and the cursor is over the last,
  *   as in workerd; the bindings go to the last statement, and `rowsRead` and `rowsWritten` are
  *   the last statement's.
