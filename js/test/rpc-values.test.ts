@@ -20,6 +20,14 @@ describe("a Date and an error over RPC", () => {
   });
 });
 
+describe("RPC before the compatibility date that turns it on", () => {
+  it("is not there: a stub and a service binding have fetch and no methods, unless the rpc flag is set", async () => {
+    // eutaxy answered the calls as if the date were later, where workerd throws.
+    expect((await check(fixture("before-rpc/before-rpc.sim.ts"))).verdict).toBe("BOUNDED");
+    expect((await check(fixture("before-rpc/before-rpc.flag.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+});
+
 describe("a Durable Object's stub over RPC", () => {
   it("is refused as an argument and as a result with workerd's DataCloneError", async () => {
     // It said `#<Object> could not be cloned.`: the stub is a Proxy, which the clone cannot read.

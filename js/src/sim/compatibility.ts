@@ -77,3 +77,17 @@ export function cacheRefusal(config: Compatibility, cache: unknown): Error | und
   if (cache === "no-store") return undefined;
   return new TypeError(`Unsupported cache mode: ${String(cache)}`);
 }
+
+/**
+ * Whether workerd gives the Worker JavaScript RPC over its bindings (`rpc`, on by default from
+ * the compatibility date 2024-04-03, Cloudflare's "Compatibility flags"). Without it, a Durable
+ * Object's stub and a service binding answer `fetch` and `connect` (and a stub its `id` and
+ * `name`) and no other property: `stub.method` is undefined, so a call of it throws `TypeError:
+ * … is not a function`, as workerd 4.20260426 answers (compared with Miniflare's). A config
+ * without a date runs on the runtime's latest, as wrangler runs it.
+ */
+export function rpcEnabled(config: Compatibility): boolean {
+  if (config?.compatibilityFlags?.includes("rpc")) return true;
+  const date = config?.compatibilityDate;
+  return date === undefined || date >= "2024-04-03";
+}

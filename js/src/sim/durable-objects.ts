@@ -74,12 +74,14 @@ const NO_RPC =
 /** Properties a stub must not answer as RPC methods: `await stub` must not call `then`. */
 const NOT_METHODS = new Set(["then", "catch", "finally", "toJSON", "constructor"]);
 
+/** `rpc`: whether the calling Worker has RPC (`rpcEnabled`); without it a stub has no methods. */
 export function createDurableObjectNamespace(
   spec: Extract<BindingSpec, { kind: "durableObject" }>,
   scope: EffectScope,
   run: RunContext,
+  rpc = true,
 ): object {
-  return new SimDurableObjectNamespace(spec, scope, run);
+  return new SimDurableObjectNamespace(spec, scope, run, rpc);
 }
 
 /** The engine store of the object `idFromName(name)` names in `namespace`. */
@@ -92,12 +94,19 @@ class SimDurableObjectNamespace {
   readonly #scope: EffectScope;
   readonly #run: RunContext;
   readonly #key: string;
+  readonly #rpc: boolean;
 
-  constructor(spec: Extract<BindingSpec, { kind: "durableObject" }>, scope: EffectScope, run: RunContext) {
+  constructor(
+    spec: Extract<BindingSpec, { kind: "durableObject" }>,
+    scope: EffectScope,
+    run: RunContext,
+    rpc: boolean,
+  ) {
     this.#spec = spec;
     this.#scope = scope;
     this.#run = run;
     this.#key = spec.namespace.storePrefix;
+    this.#rpc = rpc;
   }
 
   idFromName(name: string): SimDurableObjectId {
@@ -117,7 +126,7 @@ class SimDurableObjectNamespace {
       throw new TypeError("get() takes a DurableObjectId made by this namespace");
     }
     if (!id.belongsTo(this.#key)) throw otherNamespace();
-    return createStub(this.#spec, this.#scope, this.#run, id);
+    return createStub(this.#spec, this.#scope, this.#run, id, this.#rpc);
   }
 
   getByName(name: string, options?: unknown): object {
@@ -135,6 +144,7 @@ function createStub(
   scope: EffectScope,
   run: RunContext,
   id: SimDurableObjectId,
+  rpcMethods: boolean,
 ): object {
   const { namespace } = spec;
   // Stubs made from cloudflare:workers' env belong to whichever invocation is running.
@@ -246,7 +256,7 @@ function createStub(
             throw new Error(`DO:${spec.label} connect(): sockets to Durable Objects are not simulated`);
           };
         }
-        return rpc(key);
+        return rpcMethods ? rpc(key) : undefined;
       },
     },
   );

@@ -5,6 +5,7 @@
  */
 
 import { InputError } from "../errors.ts";
+import { rpcEnabled } from "./compatibility.ts";
 import type { Env, RunContext } from "./context.ts";
 import { createD1Database, newSchemaWatch } from "./d1.ts";
 import { createDurableObjectNamespace } from "./durable-objects.ts";
@@ -36,6 +37,8 @@ function unsupportedBinding(run: RunContext, spec: Extract<BindingSpec, { kind: 
 
 export function buildEnv(run: RunContext, worker: SimWorker, scope: EffectScope): Env {
   const env: Env = { ...worker.vars };
+  // The calling Worker's compatibility decides whether its stubs have RPC methods.
+  const rpc = rpcEnabled(worker.config);
   for (const [name, spec] of worker.bindings) {
     switch (spec.kind) {
       case "d1":
@@ -52,13 +55,14 @@ export function buildEnv(run: RunContext, worker: SimWorker, scope: EffectScope)
           `${worker.prefix}${name}`,
           scope,
           serviceCalls(run, scope, spec.target, `${worker.prefix}${name}`),
+          rpc,
         );
         break;
       case "kv":
         env[name] = createKvNamespace(spec, scope, run);
         break;
       case "durableObject":
-        env[name] = createDurableObjectNamespace(spec, scope, run);
+        env[name] = createDurableObjectNamespace(spec, scope, run, rpc);
         break;
       case "queue":
         env[name] = createQueueProducer(spec, scope, run);

@@ -38,7 +38,13 @@ const SCRIPTED: readonly FootprintEntry[] = [{ resource: "scripted-services", wr
 /** Properties a stub must not answer as RPC methods: `await stub` must not call `then`. */
 const NOT_METHODS = new Set(["then", "catch", "finally", "toJSON", "constructor"]);
 
-export function createServiceBinding(binding: string, scope: EffectScope, calls: ServiceCalls): object {
+/** `rpc`: whether the calling Worker has RPC (`rpcEnabled`); without it only `fetch` and `connect` answer. */
+export function createServiceBinding(
+  binding: string,
+  scope: EffectScope,
+  calls: ServiceCalls,
+  rpc = true,
+): object {
   // Named by method and path, as an outbound fetch is: two fetches to one service differ.
   const send = (request: Request): Promise<Response> =>
     scope.effect(
@@ -62,6 +68,7 @@ export function createServiceBinding(binding: string, scope: EffectScope, calls:
         if (typeof key === "symbol" || NOT_METHODS.has(key)) return undefined;
         if (key === "fetch") return fetch;
         if (key === "connect") return connect;
+        if (!rpc) return undefined;
         return (...args: unknown[]) =>
           scope.effect(`Service:${binding} ${key}`, (effect) => calls.rpc(key, args, effect), {
             footprint: calls.footprint,
