@@ -5,6 +5,7 @@
  */
 
 import type { CheckResult } from "./check.ts";
+import type { FaultReport } from "./engine.ts";
 import { shown } from "./errors.ts";
 import type { CheckWarning } from "./explore.ts";
 import { faultName } from "./faults.ts";
@@ -21,6 +22,25 @@ function seconds(ms: number): string {
 export function plural(n: number, word: string): string {
   if (n === 1) return `1 ${word}`;
   return word.endsWith("y") ? `${n} ${word.slice(0, -1)}ies` : `${n} ${word}s`;
+}
+
+/**
+ * What a fault's line adds when its invocation had answered before it (the trace says so): the
+ * fault hit the work its handler left to `ctx.waitUntil`, and the client had its answer.
+ */
+function afterAnswer(trace: readonly string[], fault: FaultReport): string {
+  for (const line of trace) {
+    const step = parseStep(line);
+    if (!("invocation" in step) || step.invocation !== fault.invocation) continue;
+    if (step.kind === "effect" && step.effect === fault.effect) return "";
+    if (step.kind === "outcome" && step.what === "answered") {
+      return `, in its ctx.waitUntil work, after it answered ${step.detail.split(" ", 1)[0]}`;
+    }
+    if (step.kind === "outcome" && step.what === "returned") {
+      return ", in its ctx.waitUntil work, after its handler returned";
+    }
+  }
+  return "";
 }
 
 /** The shell command that replays a run seed of this check. */
@@ -45,7 +65,8 @@ export function renderReport(result: CheckResult, notes: readonly string[] = [])
         ...(result.faults.length === 0
           ? ["  no faults: the events alone break it"]
           : result.faults.map(
-              (f) => `  ${faultName(f.kind, f.label)} at ${f.invocation} effect #${f.effect} (${f.label})`,
+              (f) =>
+                `  ${faultName(f.kind, f.label)} at ${f.invocation} effect #${f.effect} (${f.label})${afterAnswer(result.trace, f)}`,
             )),
         ...interleaving(result),
         "",

@@ -4,7 +4,7 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { check } from "../src/index.ts";
+import { check, renderReport } from "../src/index.ts";
 
 const fixture = (file: string) => new URL(`./fixtures/wait-until/${file}`, import.meta.url).pathname;
 
@@ -26,5 +26,9 @@ describe("a crash in ctx.waitUntil work after the answer", () => {
     expect(answered).toBeGreaterThanOrEqual(0);
     expect(fault).toBeGreaterThan(answered);
     expect(result.trace.some((line) => line.startsWith("deliver req-1#2"))).toBe(false);
+    // The report's schedule says the client had its answer before the fault.
+    expect(renderReport(result).split("\n")).toContain(
+      `  ${result.faults[0]?.kind} at req-1#1 effect #0 (D1:DB run), in its ctx.waitUntil work, after it answered 200`,
+    );
   });
 });
