@@ -243,6 +243,19 @@ describe("a race's page", () => {
   });
 });
 
+describe("a resend on an answer", () => {
+  it("says the client resent because of the answer, not for want of one", async () => {
+    const fixture = new URL("./fixtures/resend-on/webhook.sim.ts", import.meta.url).pathname;
+    const result = await check(fixture);
+    if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
+    const page = text(renderHtml(result));
+    expect(page).toContain("req-1#1 was answered 503, so the client resends req-1 as req-1#2.");
+    expect(page).toContain("req-1#1 was answered 503, so the client resends: req-1#2");
+    expect(page).not.toContain("no answer, so the client resends");
+    expect(page).not.toContain("No answer, so the client resends");
+  });
+});
+
 describe("the writes a unique invariant is about", () => {
   it("are the writes into its table that changed a row, not others that carry the same value", () => {
     const run = (n: number) => [

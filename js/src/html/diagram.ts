@@ -8,7 +8,7 @@
 import type { Culprits } from "./culprits.ts";
 import { esc, escShort } from "./escape.ts";
 import { faultMeaning, faultName } from "./faults.ts";
-import { deliveryOf, type Lane, layout, parentOf, type Row, targetOf } from "./lanes.ts";
+import { deliveryOf, type Lane, layout, parentOf, type Row, resendCause, targetOf } from "./lanes.ts";
 import type { Statement, Step } from "./trace.ts";
 
 /** Rows drawn at most; the rest of a very long run is in the full trace below the diagram. */
@@ -34,7 +34,7 @@ export function renderDiagram(steps: readonly Step[], culprits: Culprits | undef
   const effects = new Map<string, Step & { kind: "effect" }>();
   for (const step of steps)
     if (step.kind === "effect") effects.set(`${step.invocation}:${step.effect}`, step);
-  const context: Context = { lanes, effects, culprits };
+  const context: Context = { steps, lanes, effects, culprits };
 
   const parts: string[] = [];
   lanes.forEach((lane, i) => {
@@ -80,6 +80,7 @@ function drawnSteps(steps: readonly Step[]): number {
 }
 
 interface Context {
+  readonly steps: readonly Step[];
   readonly lanes: readonly Lane[];
   readonly effects: ReadonlyMap<string, Step & { kind: "effect" }>;
   readonly culprits: Culprits | undefined;
@@ -198,7 +199,7 @@ function label(step: Step, row: Row, context: Context): string {
         return `no ${esc(step.invocation)}: ${esc(event)} is not delivered again (${esc(step.refused)})${statements(step, undefined, context)}`;
       }
       const who = event.startsWith("req-")
-        ? "no answer, so the client resends"
+        ? `${esc(resendCause(context.steps, step.invocation))}, so the client resends`
         : "the platform delivers it again";
       return `${who}: <b>${esc(step.invocation)}</b>${statements(step, undefined, context)}`;
     }

@@ -75,6 +75,22 @@ export function parentOf(invocation: string): { parent: string; effect: number }
   return m ? { parent: m[1] as string, effect: Number(m[2]) } : undefined;
 }
 
+/**
+ * Why the client sends a request's delivery `invocation` (`req-1#2`): the delivery before it got
+ * no answer, or it got one the client resends on (`http(…, { resendOn })`), which the trace tells
+ * by an `answered` step of that delivery before the resend.
+ */
+export function resendCause(steps: readonly Step[], invocation: string): string {
+  const { event, delivery } = deliveryOf(invocation);
+  const before = `${event}#${delivery - 1}`;
+  let status: string | undefined;
+  for (const step of steps) {
+    if (step.kind === "redeliver" && step.invocation === invocation) break;
+    if (step.kind === "answered" && step.invocation === before) status = step.status;
+  }
+  return status === undefined ? "no answer" : `${before} was answered ${status}`;
+}
+
 /** `req-2#3` → `req-2` and 3. */
 export function deliveryOf(invocation: string): { event: string; delivery: number } {
   const m = invocation.match(/^(.*)#(\d+)$/);

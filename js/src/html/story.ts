@@ -7,7 +7,7 @@
 import type { Culprits } from "./culprits.ts";
 import { esc, escShort } from "./escape.ts";
 import { faultName, neverEnds } from "./faults.ts";
-import { deliveryOf, parentOf } from "./lanes.ts";
+import { deliveryOf, parentOf, resendCause } from "./lanes.ts";
 import type { Step } from "./trace.ts";
 
 /** Sentences at most; a longer run is in the diagram. */
@@ -101,7 +101,9 @@ export function renderStory(steps: readonly Step[], culprits: Culprits | undefin
         if (step.refused !== undefined)
           items.push(`${esc(event)} is not delivered again (${esc(step.refused)}).`);
         else if (event.startsWith("req-"))
-          items.push(`No answer, so the client resends ${esc(event)} as <b>${esc(step.invocation)}</b>.`);
+          items.push(
+            `${sentenceStart(resendCause(steps, step.invocation))}, so the client resends ${esc(event)} as <b>${esc(step.invocation)}</b>.`,
+          );
         else items.push(`The platform delivers ${esc(event)} again as <b>${esc(step.invocation)}</b>.`);
         break;
       }
@@ -143,4 +145,9 @@ function interleaved(roots: readonly string[]): boolean {
     if (done.has(roots[i] as string)) return true;
   }
   return false;
+}
+
+/** A sentence's first words: "No answer", but an invocation's id as it is written (`req-1#1 …`). */
+function sentenceStart(text: string): string {
+  return text === "no answer" ? "No answer" : esc(text);
 }
