@@ -491,6 +491,26 @@ describe("reading the trace", () => {
     expect(steps[1]?.statements.map((s) => s.sql)).toEqual(['storage.get("visits")']);
   });
 
+  it("keeps an outbound fetch's status with the effect that made it, and draws it there", async () => {
+    const { steps } = parseTrace([
+      "deliver batch-1#1",
+      "batch-1#1 effect #0 fetch POST https://mail.example/v1/send: proceed",
+      "  Fetch:https://mail.example POST /v1/send -> 503",
+      "batch-1#1 finished",
+    ]);
+    expect(steps.map((s) => s.kind)).toEqual(["deliver", "effect", "finished"]);
+    expect(steps[1]?.statements).toEqual([
+      { db: "Fetch:https://mail.example", part: "", sql: "POST /v1/send", params: [], result: "503" },
+    ]);
+    // The outbound-fetch example's page shows each status under its fetch, not folded away.
+    const page = renderHtml(await violated("outbound-fetch/pay.sim.ts"));
+    expect(page).toMatch(
+      /effect #\d+<\/span> <b>POST \/v1\/charges<\/b><div class="stmt"><code class="sql">POST \/v1\/charges<\/code> <span class="res">→ 200<\/span>/,
+    );
+    // The trace's own line stays in the full trace at the end, and nowhere else as a note.
+    expect(text(page.split("The full trace")[0] ?? "")).not.toContain("Fetch:");
+  });
+
   it("draws a death the trace says more of, and says what", async () => {
     const result = await check(new URL("./fixtures/callee-crash/pay.sim.ts", import.meta.url).pathname);
     expect(result.verdict).toBe("VIOLATED");

@@ -229,13 +229,16 @@ function effectLabel(step: Step & { kind: "effect" }, row: Row, context: Context
     fault = `<div class="fault-box"><span class="fault-name">✕ fault: ${esc(name)}</span> ${esc(faultMeaning(step.decision, step.invocation, step.label))}</div>`;
   }
   const never = step.decision === "crash_before" ? ` <span class="never">(never made)</span>` : "";
-  // The D1 statements a D1 effect ran, or the KV call a KV effect made, are the effect itself;
-  // any other statements are the binding's own bookkeeping (Durable Object storage), kept folded.
+  // The D1 statements a D1 effect ran, the KV call a KV effect made, or the status an outbound
+  // fetch got are the effect itself; any other statements are the binding's own bookkeeping
+  // (Durable Object storage), kept folded.
   const own = target.key.startsWith("store:D1:")
     ? target.title.slice(3)
     : target.key.startsWith("store:KV:")
       ? target.title
-      : undefined;
+      : target.key.startsWith("store:fetch ")
+        ? `Fetch:${target.title.slice("fetch ".length)}`
+        : undefined;
   return `<span class="eid">effect #${step.effect}</span> ${call}${never}${fault}${statements(step, own, context)}`;
 }
 
@@ -268,6 +271,7 @@ function statements(step: Step, ownDb: string | undefined, context: Context): st
 /** A store's internal database as a user knows it: `kv:COUPONS` → `KV:COUPONS` storage. */
 function storeName(db: string): string {
   if (db.startsWith("KV:") || db.startsWith("DO:")) return db;
+  if (db.startsWith("Fetch:")) return `fetch ${db.slice("Fetch:".length)}`;
   if (db.startsWith("kv:")) return `KV:${db.slice(3)} storage`;
   if (db.startsWith("do:")) return `Durable Object ${db.split(":")[1] ?? ""} storage`;
   if (db.startsWith("queue:")) return `queue ${db.slice(6)} storage`;

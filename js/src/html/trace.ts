@@ -242,12 +242,13 @@ export function parseStatement(line: string): Statement | undefined {
 }
 
 /**
- * `  KV:<binding> <call> [-> <result>]` or `  DO:<class>/<object> storage.<call> …`: a call the
- * host traces in place of its own bookkeeping statements, kept as a statement of the binding
- * (`db` is `KV:<binding>` or `DO:<class>/<object>`).
+ * `  KV:<binding> <call> [-> <result>]`, `  DO:<class>/<object> storage.<call> …` or
+ * `  Fetch:<origin> <method> <path> -> <status>`: a call the host traces in place of its own
+ * bookkeeping statements, kept as a statement of the binding (`db` is `KV:<binding>`,
+ * `DO:<class>/<object>` or `Fetch:<origin>`), so that it is drawn with the effect that made it.
  */
 function bindingCall(line: string): Statement | undefined {
-  const m = line.match(/^ {2}((?:KV|DO):\S+) ([\s\S]*)$/);
+  const m = line.match(/^ {2}((?:KV|DO|Fetch):\S+) ([\s\S]*)$/);
   if (!m) return undefined;
   const text = m[2] as string;
   // A Durable Object's SQL, traced as D1's is: its statement, parameters and result.
