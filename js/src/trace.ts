@@ -69,6 +69,13 @@ const CALL = /^ {2}([A-Z][A-Za-z]*:\S+ .*)$/s;
 /** `  D1 <db>: <sql>[ [params]] -> <outcome>`, `  D1 <db> batch[i]: …`, `  D1 <db> exec: …`. */
 const D1 = /^ {2}D1 (\S+(?: batch\[\d+\]| exec)?): (.*) -> ((?:error|rolled back): .*|\d+ .*)$/s;
 
+/**
+ * A driver's event going out at its time (`req-2 sent at 500 ms`, `cron-2 scheduled at 300000
+ * ms`): a fact of the run's, never part of the effect before it, even when an interleaved
+ * schedule delivers the event right after another invocation's call.
+ */
+const SENT_AT = /^\S+ (?:sent|scheduled) at \d+ ms(?:,|$)/;
+
 export function parseStep(line: string): Step {
   let m = DELIVER.exec(line);
   if (m) return { kind: "deliver", invocation: m[1] as string };
@@ -324,7 +331,7 @@ export function renderTrace(trace: readonly string[]): string {
       }
       case "other":
         if (step.invocation !== undefined) at(enter(step.invocation), `${who(step.invocation)}${step.text}`);
-        else if (inEffect) line(depthNow + 1, step.text);
+        else if (inEffect && !SENT_AT.test(step.text)) line(depthNow + 1, step.text);
         else {
           // A fact of no invocation's, such as a message sent from outside the scenario.
           if (out.length > 0) out.push("");

@@ -747,6 +747,29 @@ describe("an interleaved run, step by step", () => {
     ]);
   });
 
+  it("puts an event sent at its time as a line of its own, not under the call another request made before it", () => {
+    const text = renderTrace([
+      "deliver cron-1#1",
+      "cron-1#1 effect #0 D1:DB all: proceed",
+      '  D1 DB: SELECT id FROM subscriptions -> 1 row ("sub-1")',
+      "req-1 sent at 0 ms",
+      "schedule: 2 pending, took deliver req-1#1",
+      "deliver req-1#1",
+      "req-1#1 effect #0 D1:DB run: proceed",
+    ]);
+    expect(text.split("\n")).toEqual([
+      "deliver cron-1#1",
+      "  cron-1#1 effect #0 D1:DB all: proceed",
+      "    D1 DB: SELECT id FROM subscriptions",
+      '      -> 1 row ("sub-1")',
+      "",
+      "req-1 sent at 0 ms",
+      "",
+      "deliver req-1#1",
+      "  req-1#1 effect #0 D1:DB run: proceed",
+    ]);
+  });
+
   it("puts a caller's binding calls after its callee returned under the caller, not the callee", () => {
     const text = renderTrace([
       "deliver req-1#1",
