@@ -253,6 +253,7 @@ describe("a resend on an answer", () => {
     expect(page).toContain("req-1#1 was answered 503, so the client resends: req-1#2");
     expect(page).not.toContain("no answer, so the client resends");
     expect(page).not.toContain("No answer, so the client resends");
+    expect(page).toContain("resends when it gets no answer, or an answer it resends on");
   });
 });
 

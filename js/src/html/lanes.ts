@@ -97,6 +97,8 @@ export function deliveryOf(invocation: string): { event: string; delivery: numbe
   return m ? { event: m[1] as string, delivery: Number(m[2]) } : { event: invocation, delivery: 1 };
 }
 
+const RESENDS_ON_ANSWERS = "sends each request; resends when it gets no answer, or an answer it resends on";
+
 const SOURCES: Readonly<Record<string, { title: string; subtitle: string }>> = {
   req: { title: "Client", subtitle: "sends each request; resends when it gets no answer" },
   msg: { title: "Producer", subtitle: "sends messages to a queue from outside" },
@@ -166,6 +168,13 @@ export function layout(steps: readonly Step[]): Layout {
     );
   };
 
+  const resendsOnAnswers = steps.some(
+    (step) =>
+      step.kind === "redeliver" &&
+      step.refused === undefined &&
+      resendCause(steps, step.invocation) !== "no answer",
+  );
+
   const queueLane = (queue: string): string => storeLane(targetOf(`Queue:${queue} deliver`));
 
   /** Where a top-level invocation's deliveries come from and its answers go. */
@@ -178,7 +187,9 @@ export function layout(steps: readonly Step[]): Layout {
       if (queue !== undefined) return queueLane(queue);
     }
     const source = SOURCES[kind] ?? { title: "Platform", subtitle: "the platform's own work" };
-    return add({ key: `src:${source.title}`, kind: "source", ...source }, sources);
+    // A client that resends on some answers too (`resendOn`) is not the one the default says.
+    const subtitle = kind === "req" && resendsOnAnswers ? RESENDS_ON_ANSWERS : source.subtitle;
+    return add({ key: `src:${source.title}`, kind: "source", ...source, subtitle }, sources);
   };
 
   /** Where an effect goes: a hosted callee's own lifeline, else the binding's. */
