@@ -1,7 +1,8 @@
 /**
  * Deterministic globals. Worker code runs in the host's realm, so the sources of
  * nondeterminism it can reach (`crypto.randomUUID`, `crypto.getRandomValues`, `Math.random`,
- * `Date`, `performance.now`, timers) are replaced once per process by wrappers that, while a
+ * `Date`, `performance.now`, timers, the collector through `WeakRef` and `FinalizationRegistry`)
+ * are replaced once per process by wrappers that, while a
  * run is active, draw from the engine: random bytes from the stream of the invocation that is
  * running, time from the run's virtual clock (frozen between effects, as in production), and
  * timers from the run loop, which fires them on that clock (`setTimeout`, `setInterval`,
@@ -378,6 +379,63 @@ function install(): void {
     });
   }
   installGlobalScope();
+  installWeakReferences();
+}
+
+/**
+ * `WeakRef` and `FinalizationRegistry` while a run is active, without the collector: what it
+ * takes, and when, depends on the host's heap (every run before this one allocated in it), so a
+ * `deref()` that answers undefined, or a cleanup callback, would come in one run and not in its
+ * replay, and the check would end in nondeterminism (a cache held in WeakRefs reads its row again
+ * in one run and not in the next). Within a run nothing is collected: `deref()` answers the
+ * target, and cleanup callbacks never run, as the language allows (no collection is ever
+ * required) and workerd's collector may well do within one request. What a run holds this way
+ * goes with its module instances at its end. The platform's own classes check the arguments and
+ * are the prototypes (`instanceof WeakRef` holds); outside a run, the platform's own.
+ */
+function installWeakReferences(): void {
+  const RealWeakRef = globalThis.WeakRef;
+  const RealRegistry = globalThis.FinalizationRegistry;
+  if (typeof RealWeakRef !== "function" || typeof RealRegistry !== "function") return;
+  const SimWeakRef = class<T extends object> extends RealWeakRef<T> {
+    readonly #target: T;
+    constructor(target: T) {
+      super(target);
+      this.#target = target;
+    }
+    override deref(): T | undefined {
+      return #target in this ? this.#target : super.deref();
+    }
+  };
+  const ignore = () => {};
+  const SimRegistry = class<T> extends RealRegistry<T> {
+    /** How many registrations under each token are still there (none is ever cleaned up). */
+    readonly #tokens = new WeakMap<object, number>();
+    constructor(cleanup: (heldValue: T) => void) {
+      // The platform's refusal of a cleanup that is not callable; a callable one never runs.
+      super(typeof cleanup === "function" ? ignore : cleanup);
+    }
+    override register(target: object, heldValue: T, unregisterToken?: object): void {
+      super.register(target, heldValue, unregisterToken);
+      if (unregisterToken !== undefined)
+        this.#tokens.set(unregisterToken, (this.#tokens.get(unregisterToken) ?? 0) + 1);
+    }
+    override unregister(unregisterToken: object): boolean {
+      super.unregister(unregisterToken);
+      return this.#tokens.delete(unregisterToken);
+    }
+  };
+  for (const [name, real, simulated] of [
+    ["WeakRef", RealWeakRef, SimWeakRef],
+    ["FinalizationRegistry", RealRegistry, SimRegistry],
+  ] as const) {
+    // Named as the platform's (`WeakRef.name`), which a class named so here would shadow.
+    Object.defineProperty(simulated, "name", { value: name });
+    Object.defineProperty(globalThis, name, {
+      configurable: true,
+      get: () => (source ? simulated : real),
+    });
+  }
 }
 
 /**
