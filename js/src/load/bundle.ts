@@ -13,7 +13,7 @@ import { type BuildOptions, build, type Message, type Metafile, type Plugin } fr
 import { closest } from "../closest.ts";
 import * as scenarioApi from "../cloudflare.ts";
 import { InputError } from "../errors.ts";
-import { NODE_GLOBALS, nodeGlobals } from "../sim/compatibility.ts";
+import { absentGlobalNames, OPTIONAL_GLOBALS } from "../sim/compatibility.ts";
 import { withStateHook } from "../sim/module-state.ts";
 import { simulatedNodeCrypto } from "../sim/node-crypto.ts";
 import {
@@ -107,8 +107,9 @@ export type BundleConfig = Pick<WorkerConfig, "file" | "define" | "rules"> &
 
 /**
  * The identifiers the bundle replaces before the config's own `define`: wrangler's
- * `process.env.NODE_ENV` ("production" when it deploys, whatever the Worker's flags), and, for a
- * Worker workerd gives no Node globals, each of them by its stand-in (`ABSENT_GLOBALS`,
+ * `process.env.NODE_ENV` ("production" when it deploys, whatever the Worker's flags), and each
+ * global workerd does not define for the Worker (Node's without Node.js compatibility, `WeakRef`
+ * and `FinalizationRegistry` without `enable_weak_ref`) by its stand-in (`ABSENT_GLOBALS`,
  * sim/runtime-modules.ts). esbuild replaces only the names no declaration in scope binds, and the
  * longest dotted name first, so `process.env.NODE_ENV` stays a string there too.
  */
@@ -119,13 +120,11 @@ function builtInDefines(config: BundleConfig | undefined): Record<string, string
     "global.process.env.NODE_ENV": nodeEnv,
     "globalThis.process.env.NODE_ENV": nodeEnv,
   };
-  if (!nodeGlobals(config)) {
-    for (const name of NODE_GLOBALS) {
-      defines[name] = `${ABSENT_GLOBALS}.${name}`;
-      // A property of the global object workerd does not define reads undefined, not a throw.
-      defines[`globalThis.${name}`] = `${TYPEOF_GLOBALS}.${name}`;
-      defines[`self.${name}`] = `${TYPEOF_GLOBALS}.${name}`;
-    }
+  for (const name of absentGlobalNames(config)) {
+    defines[name] = `${ABSENT_GLOBALS}.${name}`;
+    // A property of the global object workerd does not define reads undefined, not a throw.
+    defines[`globalThis.${name}`] = `${TYPEOF_GLOBALS}.${name}`;
+    defines[`self.${name}`] = `${TYPEOF_GLOBALS}.${name}`;
   }
   return defines;
 }
@@ -135,7 +134,7 @@ function builtInDefines(config: BundleConfig | undefined): Record<string, string
  * property or call of it (`typeof Buffer.from` throws on workerd, as reading `Buffer` does).
  */
 const TYPEOF_ABSENT = new RegExp(
-  `\\btypeof ${ABSENT_GLOBALS}(?=\\.(?:${NODE_GLOBALS.join("|")})(?![\\w$.[(\`]|\\?\\.))`,
+  `\\btypeof ${ABSENT_GLOBALS}(?=\\.(?:${OPTIONAL_GLOBALS.join("|")})(?![\\w$.[(\`]|\\?\\.))`,
   "g",
 );
 

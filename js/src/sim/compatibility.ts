@@ -55,6 +55,30 @@ export function nodeGlobals(config: Compatibility): boolean {
 }
 
 /**
+ * The weak references workerd gives a Worker only with `enable_weak_ref` (on by default from the
+ * compatibility date 2025-05-05 unless `disable_weak_ref`): without it, each is a name workerd
+ * does not define (Miniflare 4.20260426 answers `typeof WeakRef` with "undefined" at the date
+ * 2025-01-01, "function" at 2025-09-01).
+ */
+export const WEAK_REF_GLOBALS = ["WeakRef", "FinalizationRegistry"] as const;
+
+/** Whether workerd gives the Worker `WEAK_REF_GLOBALS`. */
+export function weakRefs(config: Compatibility): boolean {
+  const flags = config?.compatibilityFlags ?? [];
+  if (flags.includes("enable_weak_ref")) return true;
+  if (flags.includes("disable_weak_ref")) return false;
+  return (config?.compatibilityDate ?? "") >= "2025-05-05";
+}
+
+/** Every global a Worker's compatibility may leave undefined, read through `ABSENT_GLOBALS`. */
+export const OPTIONAL_GLOBALS = [...NODE_GLOBALS, ...WEAK_REF_GLOBALS] as const;
+
+/** The globals of `OPTIONAL_GLOBALS` workerd does not define for the Worker. */
+export function absentGlobalNames(config: Compatibility): readonly string[] {
+  return [...(nodeGlobals(config) ? [] : NODE_GLOBALS), ...(weakRefs(config) ? [] : WEAK_REF_GLOBALS)];
+}
+
+/**
  * Whether workerd takes `cache` in a Request's init (`cache_option_enabled`, on by default from
  * the compatibility date 2024-11-11 unless `cache_option_disabled`). Without it, any `cache`
  * other than `undefined` is refused; with it, only `"no-store"` is taken.

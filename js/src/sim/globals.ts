@@ -394,48 +394,63 @@ function install(): void {
  * are the prototypes (`instanceof WeakRef` holds); outside a run, the platform's own.
  */
 function installWeakReferences(): void {
-  const RealWeakRef = globalThis.WeakRef;
-  const RealRegistry = globalThis.FinalizationRegistry;
-  if (typeof RealWeakRef !== "function" || typeof RealRegistry !== "function") return;
-  const SimWeakRef = class<T extends object> extends RealWeakRef<T> {
-    readonly #target: T;
-    constructor(target: T) {
-      super(target);
-      this.#target = target;
-    }
-    override deref(): T | undefined {
-      return #target in this ? this.#target : super.deref();
-    }
-  };
-  const ignore = () => {};
-  const SimRegistry = class<T> extends RealRegistry<T> {
-    /** How many registrations under each token are still there (none is ever cleaned up). */
-    readonly #tokens = new WeakMap<object, number>();
-    constructor(cleanup: (heldValue: T) => void) {
-      // The platform's refusal of a cleanup that is not callable; a callable one never runs.
-      super(typeof cleanup === "function" ? ignore : cleanup);
-    }
-    override register(target: object, heldValue: T, unregisterToken?: object): void {
-      super.register(target, heldValue, unregisterToken);
-      if (unregisterToken !== undefined)
-        this.#tokens.set(unregisterToken, (this.#tokens.get(unregisterToken) ?? 0) + 1);
-    }
-    override unregister(unregisterToken: object): boolean {
-      super.unregister(unregisterToken);
-      return this.#tokens.delete(unregisterToken);
-    }
-  };
-  for (const [name, real, simulated] of [
-    ["WeakRef", RealWeakRef, SimWeakRef],
-    ["FinalizationRegistry", RealRegistry, SimRegistry],
-  ] as const) {
-    // Named as the platform's (`WeakRef.name`), which a class named so here would shadow.
-    Object.defineProperty(simulated, "name", { value: name });
+  for (const [name, real, simulated] of WEAK_REFERENCES) {
     Object.defineProperty(globalThis, name, {
       configurable: true,
       get: () => (source ? simulated : real),
     });
   }
+}
+
+const RealWeakRef = globalThis.WeakRef;
+const RealRegistry = globalThis.FinalizationRegistry;
+
+const SimWeakRef = class<T extends object> extends RealWeakRef<T> {
+  readonly #target: T;
+  constructor(target: T) {
+    super(target);
+    this.#target = target;
+  }
+  override deref(): T | undefined {
+    return #target in this ? this.#target : super.deref();
+  }
+};
+
+const ignoreCleanup = () => {};
+
+const SimRegistry = class<T> extends RealRegistry<T> {
+  /** How many registrations under each token are still there (none is ever cleaned up). */
+  readonly #tokens = new WeakMap<object, number>();
+  constructor(cleanup: (heldValue: T) => void) {
+    // The platform's refusal of a cleanup that is not callable; a callable one never runs.
+    super(typeof cleanup === "function" ? ignoreCleanup : cleanup);
+  }
+  override register(target: object, heldValue: T, unregisterToken?: object): void {
+    super.register(target, heldValue, unregisterToken);
+    if (unregisterToken !== undefined)
+      this.#tokens.set(unregisterToken, (this.#tokens.get(unregisterToken) ?? 0) + 1);
+  }
+  override unregister(unregisterToken: object): boolean {
+    super.unregister(unregisterToken);
+    return this.#tokens.delete(unregisterToken);
+  }
+};
+
+/** Each weak reference global: its name, the platform's class, and the run's. */
+const WEAK_REFERENCES = [
+  ["WeakRef", RealWeakRef, SimWeakRef],
+  ["FinalizationRegistry", RealRegistry, SimRegistry],
+] as const;
+
+// Named as the platform's (`WeakRef.name`), which a class named so here would shadow.
+for (const [name, , simulated] of WEAK_REFERENCES) Object.defineProperty(simulated, "name", { value: name });
+
+/**
+ * Whether `value` is a global the simulation puts in place of the platform's while a run is
+ * active (a WeakRef without the collector): the platform's own, for a Worker's compatibility.
+ */
+export function simulatedGlobal(value: unknown): boolean {
+  return value === SimWeakRef || value === SimRegistry;
 }
 
 /**

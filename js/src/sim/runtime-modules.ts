@@ -6,8 +6,8 @@
  */
 
 import { InputError } from "../errors.ts";
-import { NODE_GLOBALS } from "./compatibility.ts";
-import { endCheck, notSimulated } from "./globals.ts";
+import { OPTIONAL_GLOBALS } from "./compatibility.ts";
+import { endCheck, notSimulated, simulatedGlobal } from "./globals.ts";
 import { MODULE_STATE_KEY } from "./module-state.ts";
 import { workersModule } from "./workers-module.ts";
 
@@ -50,8 +50,9 @@ export function refusedNodeModule(entry: string, specifier: string): InputError 
 }
 
 /**
- * What the bundle of a Worker that workerd gives no Node globals (`NODE_GLOBALS`, compatibility.ts)
- * reads in their place: `Buffer` is bundled as `__eutaxy_absent.Buffer`, and `typeof Buffer` as
+ * What the bundle of a Worker reads in place of the globals workerd does not define for it
+ * (`OPTIONAL_GLOBALS`, compatibility.ts: Node's without Node.js compatibility, the weak references
+ * without `enable_weak_ref`): `Buffer` is bundled as `__eutaxy_absent.Buffer`, and `typeof Buffer` as
  * `typeof __eutaxy_typeof.Buffer` (load/bundle.ts). Both names are the factory's parameters, so
  * the Worker's code sees workerd's answers on either runtime, while the host around it keeps
  * Node's globals. The two names are as long as each other, so that rewriting one into the other
@@ -72,9 +73,9 @@ export type ModuleFactory = (
   typeOf: object,
 ) => void;
 
-/** Node's globals as the host has them, before any Worker code runs. */
+/** The optional globals as the host has them, before any Worker code runs. */
 const hostGlobals = new Map<string, unknown>(
-  NODE_GLOBALS.map((name) => [name, (globalThis as Record<string, unknown>)[name]]),
+  OPTIONAL_GLOBALS.map((name) => [name, (globalThis as Record<string, unknown>)[name]]),
 );
 
 /**
@@ -84,7 +85,8 @@ const hostGlobals = new Map<string, unknown>(
  */
 function workersOwn(name: string): unknown {
   const value = (globalThis as Record<string, unknown>)[name];
-  return value === hostGlobals.get(name) ? undefined : value;
+  // The simulation's own stand-in for the host's (a WeakRef without the collector) is the host's.
+  return value === hostGlobals.get(name) || simulatedGlobal(value) ? undefined : value;
 }
 
 /**
@@ -96,7 +98,7 @@ function workersOwn(name: string): unknown {
 function absentGlobals(): { absent: object; typeOf: object } {
   const absent = {};
   const typeOf = {};
-  for (const name of NODE_GLOBALS) {
+  for (const name of OPTIONAL_GLOBALS) {
     const notDefined = (caller: (...args: never[]) => unknown): ReferenceError => {
       const error = new ReferenceError(`${name} is not defined`);
       // The Worker's own frame first, as where workerd's error points.
