@@ -469,6 +469,13 @@ describe("module-level state, which partial-order reduction cannot see", () => {
     expect((await check(numbering("prices.fixed.sim.ts"))).verdict).toBe("BOUNDED");
   });
 
+  it("watches every variable of a module esbuild initializes lazily, declared on one line", async () => {
+    // `var PRICE_KEY, cache;`: the cache is the second, and only it changes.
+    const stale = violated(await check(numbering("prices.lazy.sim.ts")));
+    expect(stale.message).toBe("req-3 read 1000, D1 holds 1200");
+    expect(stale.warnings?.[0]?.message).toContain("changed the module-level variable cache while");
+  });
+
   it("turns the reduction off once a run changes it, and the report names the variable", async () => {
     const fixed = await check(numbering("numbering.fixed.sim.ts"));
     const full = await check(numbering("numbering.fixed.sim.ts"), { partialOrderReduction: false });

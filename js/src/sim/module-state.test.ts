@@ -41,6 +41,29 @@ function instantiate(): { exports: Record<string, (x?: unknown) => unknown>; rea
 }
 
 describe("withStateHook", () => {
+  it("reads each variable of a module esbuild initializes lazily, all declared on one line", () => {
+    const lazy = [
+      "// src/cache.ts",
+      "var cache_exports = {};",
+      "var PRICE_KEY, cache;",
+      "var init_cache = __esm({ 'src/cache.ts'() { PRICE_KEY = 'price'; cache = new Map(); } });",
+      "// node_modules/lib/index.js",
+      "var a, b;",
+    ].join("\n");
+    const module: Record<string, unknown> = { exports: {} };
+    new Function("module", "require", "__esm", withStateHook(lazy))(
+      module,
+      () => ({}),
+      () => () => {},
+    );
+    expect((module[MODULE_STATE_KEY] as ModuleStateReader).names).toEqual([
+      "cache_exports",
+      "PRICE_KEY",
+      "cache",
+      "init_cache",
+    ]);
+  });
+
   it("reads the top-level variables of the Worker's own files, not a library's or the runtime's", () => {
     const { reader } = instantiate();
     expect(reader.names).toEqual([

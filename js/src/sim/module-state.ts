@@ -28,6 +28,12 @@ export interface ModuleStateReader {
 const FILE_HEADER = /^\/\/ (\S+)$/;
 /** A top-level variable, as esbuild prints one at the start of a line. */
 const TOP_LEVEL_VARIABLE = /^(?:var|let|const) ([A-Za-z_$][\w$]*)\b/;
+/**
+ * The variables of a module esbuild initializes lazily (`__esm`: one a dynamic `import()` or a
+ * `require` reaches, even when the entry imports it too), all declared on one line before it is
+ * initialized: `var PRICE_KEY, cache;`. Each of them is a top-level variable of the file.
+ */
+const HOISTED_VARIABLES = /^var ([A-Za-z_$][\w$]*(?:, [A-Za-z_$][\w$]*)+);$/;
 /** Variables esbuild's CommonJS wrapper declares, which no Worker code changes. */
 const ESBUILD_HELPER = /^__[A-Za-z]/;
 /** An import of a module the bundle leaves to the runtime (`cloudflare:workers`, `node:crypto`). */
@@ -51,11 +57,12 @@ export function withStateHook(body: string): string {
     }
     const exported = EXPORTS_OBJECT.exec(line)?.[1];
     if (exported) exportsObjects.add(exported);
-    const declared = ownFile ? TOP_LEVEL_VARIABLE.exec(line)?.[1] : undefined;
-    if (!declared || ESBUILD_HELPER.test(declared) || RUNTIME_IMPORT.test(line) || own.includes(declared)) {
-      continue;
+    if (!ownFile || RUNTIME_IMPORT.test(line)) continue;
+    const hoisted = HOISTED_VARIABLES.exec(line)?.[1]?.split(", ");
+    const declared = TOP_LEVEL_VARIABLE.exec(line)?.[1];
+    for (const name of hoisted ?? (declared ? [declared] : [])) {
+      if (!ESBUILD_HELPER.test(name) && !own.includes(name)) own.push(name);
     }
-    own.push(declared);
   }
   const watched = own.filter((name) => !exportsObjects.has(name));
   // `typeof` first: a line the pattern took for a declaration (one inside a template literal)
