@@ -35,7 +35,7 @@ import {
   type RunPlan,
   type StepOption,
 } from "../engine.ts";
-import { InputError, SimulationError } from "../errors.ts";
+import { InputError, SimulationError, shown } from "../errors.ts";
 import { isRpcTarget } from "./clone.ts";
 import { nodejsCompat } from "./compatibility.ts";
 import type {
@@ -1033,7 +1033,15 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     invocation.state = "threw";
     invocation.endedAtMs = this.nowMs();
     if (invocation.orphaned) this.traceUnheard(invocation, `threw ${describe(error)}`);
-    else this.trace(`${invocation.id} threw ${describe(error)}`);
+    else this.trace(`${invocation.id} threw ${describe(error)}${this.thrownAt(invocation, error)}`);
+  }
+
+  /** Where in its Worker's own files `error` was thrown, as ` (at src/index.ts:12:5)`; "" when unknown. */
+  private thrownAt(invocation: Invocation, error: unknown): string {
+    if (!this.tracing) return "";
+    const worker = this.world.workers.find((w) => w.name === invocation.worker);
+    const at = worker?.module.whereThrown(error);
+    return at ? ` (at ${shown(at.file)}:${at.line}:${at.column})` : "";
   }
 
   /** How an orphaned invocation ended (see `Invocation.orphan`), which nobody waits for any more. */
