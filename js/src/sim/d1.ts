@@ -280,6 +280,11 @@ class SimD1DatabaseSession implements D1DatabaseSession {
   }
 
   batch<T = unknown>(statements: D1PreparedStatement[]): Promise<D1Result<T>[]> {
+    return this.batchFrom<T>(statements, callSite(this.batch));
+  }
+
+  /** @internal `batch`, its errors given the frames of `site`, where the Worker called it. */
+  batchFrom<T>(statements: D1PreparedStatement[], site: CallSite): Promise<D1Result<T>[]> {
     let specs: D1StatementSpec[];
     try {
       specs = statements.map(specOf);
@@ -290,7 +295,7 @@ class SimD1DatabaseSession implements D1DatabaseSession {
     return this.connection.batch(specs).then((results) => {
       this.advance();
       return results.map((result) => toD1Result<T>(result));
-    });
+    }, rethrownFrom(site));
   }
 
   /** The latest bookmark seen, or `null` before any query (and always for the database's own). */
@@ -336,17 +341,18 @@ class SimD1Database implements D1Database {
   }
 
   batch<T = unknown>(statements: D1PreparedStatement[]): Promise<D1Result<T>[]> {
-    return this.#primary.batch<T>(statements);
+    return this.#primary.batchFrom<T>(statements, callSite(this.batch));
   }
 
   exec(query: string): Promise<D1ExecResult> {
+    const site = callSite(this.exec);
     let lines: string[];
     try {
       lines = query.trim().split("\n");
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.connection.exec(lines);
+    return this.connection.exec(lines).catch(rethrownFrom(site));
   }
 
   withSession(constraintOrBookmark?: string): D1DatabaseSession {
@@ -383,6 +389,7 @@ class SimD1PreparedStatement implements D1PreparedStatement {
   first<T = unknown>(colName: string): Promise<T | null>;
   first<T = Record<string, unknown>>(): Promise<T | null>;
   first(colName?: string): Promise<unknown> {
+    const site = callSite(this.first);
     return this.session.query("first", this.spec()).then((result) => {
       const row = toObjects(result)[0];
       if (row === undefined) return null;
@@ -390,31 +397,37 @@ class SimD1PreparedStatement implements D1PreparedStatement {
       // workerd looks the column up on the row object, so only `undefined` means "not found".
       const value = row[colName];
       if (value === undefined) {
-        throw new Error(`D1_COLUMN_NOTFOUND: Column not found (${colName})`, {
-          cause: new Error("Column not found"),
-        });
+        throw fromCallSite(
+          site,
+          new Error(`D1_COLUMN_NOTFOUND: Column not found (${colName})`, {
+            cause: new Error("Column not found"),
+          }),
+        );
       }
       return value;
-    });
+    }, rethrownFrom(site));
   }
 
   /** D1 returns the rows from `run` too (docs: "functionally equivalent to `all`"). */
   run<T = Record<string, unknown>>(): Promise<D1Result<T>> {
-    return this.session.query("run", this.spec()).then((result) => toD1Result<T>(result));
+    const site = callSite(this.run);
+    return this.session.query("run", this.spec()).then((result) => toD1Result<T>(result), rethrownFrom(site));
   }
 
   all<T = Record<string, unknown>>(): Promise<D1Result<T>> {
-    return this.session.query("all", this.spec()).then((result) => toD1Result<T>(result));
+    const site = callSite(this.all);
+    return this.session.query("all", this.spec()).then((result) => toD1Result<T>(result), rethrownFrom(site));
   }
 
   raw<T = unknown[]>(options: { columnNames: true }): Promise<[string[], ...T[]]>;
   raw<T = unknown[]>(options?: { columnNames?: false }): Promise<T[]>;
   raw(options?: { columnNames?: boolean }): Promise<unknown[]> {
+    const site = callSite(this.raw);
     return this.session.query("raw", this.spec()).then((result) => {
       const rows = result.rows.map((row) => row.map(toCell));
       // The column names come first even when there are no rows (ROWS_AND_COLUMNS format).
       return options?.columnNames ? [[...result.columns], ...rows] : rows;
-    });
+    }, rethrownFrom(site));
   }
 
   /** @internal */
@@ -512,6 +525,41 @@ function toMeta(result: D1RawResult): D1Meta & Record<string, unknown> {
     size_after: result.sizeAfter ?? 0,
     rows_read: result.rowsRead,
     rows_written: result.rowsWritten,
+  };
+}
+
+/** Where the Worker's code called a D1 method: the frames below it, captured as it calls. */
+interface CallSite {
+  stack?: string;
+}
+
+/**
+ * The frames of the code that called `method` (the Worker's and its libraries', and the async
+ * callers V8 follows from there), captured as it calls, without `method` and what it calls.
+ */
+function callSite(method: (...args: never[]) => unknown): CallSite {
+  const site: CallSite = {};
+  Error.captureStackTrace(site, method);
+  return site;
+}
+
+/**
+ * `error` with the frames of `site` as its stack: workerd's D1 errors show the code that called
+ * D1 (`at async lookup (index.js:2:36)`), where an error the simulation makes as it settles the
+ * call would show the run loop (the host's own files), and none of the Worker's.
+ */
+function fromCallSite(site: CallSite, error: unknown): unknown {
+  const frames = site.stack?.indexOf("\n") ?? -1;
+  if (error instanceof Error && site.stack !== undefined && frames >= 0) {
+    error.stack = `${error.name}: ${error.message}${site.stack.slice(frames)}`;
+  }
+  return error;
+}
+
+/** A rejection handler that rethrows with the frames of `site` (`fromCallSite`). */
+function rethrownFrom(site: CallSite): (error: unknown) => never {
+  return (error) => {
+    throw fromCallSite(site, error);
   };
 }
 
