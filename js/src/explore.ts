@@ -200,7 +200,7 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
   const started = real.monotonicMs();
   const reduced = await exploreOnce(exploration);
   if (!("moduleState" in reduced)) return reduced;
-  const { worker, variable } = reduced.moduleState;
+  const { worker, variable, file } = reduced.moduleState;
   const spentMs = real.monotonicMs() - started;
   const { bounds, search } = exploration;
   const result = await exploreOnce({
@@ -218,7 +218,8 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
       : "so every interleaving ran";
   const warning: CheckWarning = {
     kind: "module-state",
-    message: `Worker ${worker} changed the module-level variable ${variable} while it served requests, which concurrent requests share and partial-order reduction cannot see, ${ran}, with the code after each binding call's answer as a step of its own.`,
+    // The file too: a bundle's names are terse where the code is generated (`h`, of a wasm glue).
+    message: `Worker ${worker} changed the module-level variable ${variable}${file ? ` of ${file}` : ""} while it served requests, which concurrent requests share and partial-order reduction cannot see, ${ran}, with the code after each binding call's answer as a step of its own.`,
   };
   return { ...result, ...header, warnings: [...(result.warnings ?? []), warning] };
 }

@@ -62,6 +62,12 @@ describe("withStateHook", () => {
       "cache",
       "init_cache",
     ]);
+    expect((module[MODULE_STATE_KEY] as ModuleStateReader).files).toEqual([
+      "src/cache.ts",
+      "src/cache.ts",
+      "src/cache.ts",
+      "src/cache.ts",
+    ]);
   });
 
   it("reads the top-level variables of the Worker's own files, not a library's or the runtime's", () => {
@@ -96,24 +102,24 @@ describe("ModuleStateWatch", () => {
     const { exports, watch } = watching();
     expect(watch.changed()).toBeUndefined();
     exports.bump?.();
-    expect(watch.changed()).toEqual({ worker: "w", variable: "count" });
+    expect(watch.changed()).toEqual({ worker: "w", variable: "count", file: "src/index.ts" });
     expect(watch.changed()).toBeUndefined();
   });
 
   it("sees a Set of the Worker's grow after the step", () => {
     const { exports, watch } = watching();
     exports.see?.("x");
-    expect(watch.changed()).toEqual({ worker: "w", variable: "seen" });
+    expect(watch.changed()).toEqual({ worker: "w", variable: "seen", file: "src/index.ts" });
   });
 
   it("sees a change deeper down: a class's static field, a value in a Map", () => {
     const { exports, watch } = watching();
     exports.make?.();
-    expect(watch.changed()).toEqual({ worker: "w", variable: "Thing" });
+    expect(watch.changed()).toEqual({ worker: "w", variable: "Thing", file: "src/index.ts" });
     exports.flip?.();
-    expect(watch.changed()).toEqual({ worker: "w", variable: "locks" });
+    expect(watch.changed()).toEqual({ worker: "w", variable: "locks", file: "src/index.ts" });
     exports.flip?.();
-    expect(watch.changed()).toEqual({ worker: "w", variable: "locks" });
+    expect(watch.changed()).toEqual({ worker: "w", variable: "locks", file: "src/index.ts" });
   });
 
   it("runs no getter of the Worker's: that would be its code, outside any invocation", () => {

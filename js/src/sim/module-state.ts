@@ -20,6 +20,8 @@ export const MODULE_STATE_KEY = "__eutaxy_module_state";
 export interface ModuleStateReader {
   /** The variables, as the bundle names them (esbuild may have renamed one: `hits2`). */
   readonly names: readonly string[];
+  /** The file each variable is declared in, as the bundle's header names it (`src/cache.ts`). */
+  readonly files?: readonly string[];
   /** Their current values, in the order of `names`. */
   values(): unknown[];
 }
@@ -47,12 +49,15 @@ const EXPORTS_OBJECT = /^__export\(([A-Za-z_$][\w$]*),/;
  */
 export function withStateHook(body: string): string {
   const own: string[] = [];
+  const fileOf = new Map<string, string>();
   const exportsObjects = new Set<string>();
   let ownFile = false;
+  let file = "";
   for (const line of body.split("\n")) {
     const header = FILE_HEADER.exec(line);
     if (header) {
-      ownFile = !(header[1] as string).split(/[\\/]/).includes("node_modules");
+      file = header[1] as string;
+      ownFile = !file.split(/[\\/]/).includes("node_modules");
       continue;
     }
     const exported = EXPORTS_OBJECT.exec(line)?.[1];
@@ -61,14 +66,17 @@ export function withStateHook(body: string): string {
     const hoisted = HOISTED_VARIABLES.exec(line)?.[1]?.split(", ");
     const declared = TOP_LEVEL_VARIABLE.exec(line)?.[1];
     for (const name of hoisted ?? (declared ? [declared] : [])) {
-      if (!ESBUILD_HELPER.test(name) && !own.includes(name)) own.push(name);
+      if (ESBUILD_HELPER.test(name) || own.includes(name)) continue;
+      own.push(name);
+      fileOf.set(name, file);
     }
   }
   const watched = own.filter((name) => !exportsObjects.has(name));
   // `typeof` first: a line the pattern took for a declaration (one inside a template literal)
   // names no variable, and reads undefined instead of throwing.
   const read = (name: string) => `typeof ${name} === "undefined" ? undefined : ${name}`;
-  const reader = `names: ${JSON.stringify(watched)}, values: () => [${watched.map(read).join(", ")}]`;
+  const files = watched.map((name) => fileOf.get(name) ?? "");
+  const reader = `names: ${JSON.stringify(watched)}, files: ${JSON.stringify(files)}, values: () => [${watched.map(read).join(", ")}]`;
   return `${body}\n;module.${MODULE_STATE_KEY} = { ${reader} };\n`;
 }
 
@@ -83,6 +91,14 @@ interface Watched {
   /** Its state as the last step left it, flattened (see `flatten`), and where each variable's ends. */
   last: unknown[];
   ends: number[];
+}
+
+/** A module-level variable a step changed: its Worker, its name, and its file when known. */
+export interface ModuleStateChange {
+  readonly worker: string;
+  readonly variable: string;
+  /** As the bundle names it, relative to the Worker's entry: `src/cache.ts`. */
+  readonly file?: string;
 }
 
 /**
@@ -112,7 +128,7 @@ export class ModuleStateWatch {
   }
 
   /** The first variable the last step changed, at any depth of the Worker's own data. */
-  changed(): { readonly worker: string; readonly variable: string } | undefined {
+  changed(): ModuleStateChange | undefined {
     for (const module of this.modules) {
       const before = module.last;
       if (!this.snapshot(module)) continue;
@@ -120,10 +136,12 @@ export class ModuleStateWatch {
       let at = 0;
       while (at < now.length && at < before.length && Object.is(now[at], before[at])) at++;
       if (at === now.length && at === before.length) continue;
-      const variable = module.ends.findIndex((end) => at < end);
+      const found = module.ends.findIndex((end) => at < end);
+      const variable = found < 0 ? module.reader.names.length - 1 : found;
       return {
         worker: module.worker,
-        variable: module.reader.names[variable < 0 ? module.reader.names.length - 1 : variable] as string,
+        variable: module.reader.names[variable] as string,
+        file: module.reader.files?.[variable] || undefined,
       };
     }
     return undefined;

@@ -58,7 +58,7 @@ import {
   stepped,
 } from "./globals.ts";
 import { type EffectSink, Invocation, type ParkedEffect } from "./invocation.ts";
-import { ModuleStateWatch } from "./module-state.ts";
+import { type ModuleStateChange, ModuleStateWatch } from "./module-state.ts";
 import { outboundFetch } from "./outbound.ts";
 import { lostConnection, rethrownOverRpc } from "./rpc-errors.ts";
 import { runtimeModules } from "./runtime-modules.ts";
@@ -223,7 +223,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   /** Interleaved runs that watch the Workers' module-level state between steps (module-state.ts). */
   private readonly moduleState: ModuleStateWatch | undefined;
   /** The first module-level variable a step changed, when the run watches them. */
-  moduleStateChanged: { readonly worker: string; readonly variable: string } | undefined;
+  moduleStateChanged: ModuleStateChange | undefined;
   /**
    * Interleaved runs: binding calls that took effect and whose answer has not reached their
    * invocation yet; each is a step of its own (`answerSteps`).
