@@ -5,6 +5,7 @@
  * inside workerd (`workerd/host.ts`); each caller hands in the engine and the schema texts.
  */
 
+import { dirname, resolve } from "node:path";
 import type { Bounds, Driver } from "./cloudflare.ts";
 import { eventsOf } from "./drivers/index.ts";
 import {
@@ -201,6 +202,9 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
   const reduced = await exploreOnce(exploration);
   if (!("moduleState" in reduced)) return reduced;
   const { worker, variable, file } = reduced.moduleState;
+  // The bundle names a file from its entry's folder; shown from where the check runs.
+  const entry = exploration.world.workers.find((w) => w.name === worker)?.entry;
+  const where = file && entry ? shown(resolve(dirname(entry), file)) : file;
   const spentMs = real.monotonicMs() - started;
   const { bounds, search } = exploration;
   const result = await exploreOnce({
@@ -219,7 +223,7 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
   const warning: CheckWarning = {
     kind: "module-state",
     // The file too: a bundle's names are terse where the code is generated (`h`, of a wasm glue).
-    message: `Worker ${worker} changed the module-level variable ${variable}${file ? ` of ${file}` : ""} while it served requests, which concurrent requests share and partial-order reduction cannot see, ${ran}, with the code after each binding call's answer as a step of its own.`,
+    message: `Worker ${worker} changed the module-level variable ${variable}${where ? ` of ${where}` : ""} while it served requests, which concurrent requests share and partial-order reduction cannot see, ${ran}, with the code after each binding call's answer as a step of its own.`,
   };
   return { ...result, ...header, warnings: [...(result.warnings ?? []), warning] };
 }

@@ -474,7 +474,7 @@ describe("module-level state, which partial-order reduction cannot see", () => {
     const stale = violated(await check(numbering("prices.lazy.sim.ts")));
     expect(stale.message).toBe("req-3 read 1000, D1 holds 1200");
     expect(stale.warnings?.[0]?.message).toContain(
-      "changed the module-level variable cache of price-cache.ts while",
+      "changed the module-level variable cache of js/test/fixtures/module-state/price-cache.ts while",
     );
   });
 
@@ -489,7 +489,7 @@ describe("module-level state, which partial-order reduction cannot see", () => {
       {
         kind: "module-state",
         message:
-          "Worker numbering changed the module-level variable served of worker.fixed.ts while it served requests, which concurrent requests share and partial-order reduction cannot see, so every interleaving ran, with the code after each binding call's answer as a step of its own.",
+          "Worker numbering changed the module-level variable served of js/test/fixtures/module-state/worker.fixed.ts while it served requests, which concurrent requests share and partial-order reduction cannot see, so every interleaving ran, with the code after each binding call's answer as a step of its own.",
       },
     ]);
     // Without the reduction the runs watch it too, and run again in the same tree.
