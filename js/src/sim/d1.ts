@@ -549,12 +549,26 @@ function callSite(method: (...args: never[]) => unknown): CallSite {
  * call would show the run loop (the host's own files), and none of the Worker's.
  */
 function fromCallSite(site: CallSite, error: unknown): unknown {
-  const frames = site.stack?.indexOf("\n") ?? -1;
-  if (error instanceof Error && site.stack !== undefined && frames >= 0) {
-    error.stack = `${error.name}: ${error.message}${site.stack.slice(frames)}`;
-  }
+  if (!(error instanceof Error) || site.stack === undefined) return error;
+  // The host's frames that called the Worker's handler are the runtime's, which workerd does not show.
+  const frames = site.stack
+    .split("\n")
+    .slice(1)
+    .filter((frame) => HOST_CODE === undefined || !frame.includes(HOST_CODE));
+  error.stack = [`${error.name}: ${error.message}`, ...frames].join("\n");
   return error;
 }
+
+/**
+ * Where the host's own code is, as its stack frames name it: its bundle (`js/dist/…`, or the
+ * script workerd runs it as), or, run from its sources (the tests), their folder.
+ */
+const HOST_CODE = ((): string | undefined => {
+  const frame = new Error().stack?.split("\n").find((line) => /^\s+at /.test(line));
+  const file = /\(?((?:file:\/\/)?[^()\s]+?):\d+:\d+\)?$/.exec(frame ?? "")?.[1];
+  const source = file === undefined ? null : /[\\/]sim[\\/]d1\.ts$/.exec(file);
+  return source ? file?.slice(0, source.index + 1) : file;
+})();
 
 /** A rejection handler that rethrows with the frames of `site` (`fromCallSite`). */
 function rethrownFrom(site: CallSite): (error: unknown) => never {
