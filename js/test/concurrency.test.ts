@@ -245,7 +245,9 @@ describe("an alarm's retry, 2 s after its first attempt failed", () => {
     expect(result.trace).toContain("schedule: deliver alarm-1#2 (of 2 pending)");
     const report = renderReport(result);
     // An alarm answers no one: its failure is not a 500.
-    expect(report).toContain("  alarm-1#1 threw: Error: the mail provider is down\n");
+    expect(report).toContain(
+      "  alarm-1#1 threw: Error: the mail provider is down (at js/test/fixtures/concurrency/alarm-retry-clock/worker.ts:17:46)\n",
+    );
     expect(report).not.toContain("alarm-1#1 threw, so it was answered 500");
   });
 });
