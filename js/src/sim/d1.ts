@@ -280,11 +280,6 @@ class SimD1DatabaseSession implements D1DatabaseSession {
   }
 
   batch<T = unknown>(statements: D1PreparedStatement[]): Promise<D1Result<T>[]> {
-    return this.batchFrom<T>(statements, callSite(this.batch));
-  }
-
-  /** @internal `batch`, its errors given the frames of `site`, where the Worker called it. */
-  batchFrom<T>(statements: D1PreparedStatement[], site: CallSite): Promise<D1Result<T>[]> {
     let specs: D1StatementSpec[];
     try {
       specs = statements.map(specOf);
@@ -292,10 +287,10 @@ class SimD1DatabaseSession implements D1DatabaseSession {
       // workerd's `batch` is an async function: a bad argument rejects, nothing is sent.
       return Promise.reject(error);
     }
-    return this.connection.batch(specs).then((results) => {
+    return settled(this.connection.batch(specs), (results) => {
       this.advance();
       return results.map((result) => toD1Result<T>(result));
-    }, rethrownFrom(site));
+    });
   }
 
   /** The latest bookmark seen, or `null` before any query (and always for the database's own). */
@@ -341,18 +336,17 @@ class SimD1Database implements D1Database {
   }
 
   batch<T = unknown>(statements: D1PreparedStatement[]): Promise<D1Result<T>[]> {
-    return this.#primary.batchFrom<T>(statements, callSite(this.batch));
+    return this.#primary.batch<T>(statements);
   }
 
   exec(query: string): Promise<D1ExecResult> {
-    const site = callSite(this.exec);
     let lines: string[];
     try {
       lines = query.trim().split("\n");
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.connection.exec(lines).catch(rethrownFrom(site));
+    return settled(this.connection.exec(lines), (result) => result);
   }
 
   withSession(constraintOrBookmark?: string): D1DatabaseSession {
@@ -389,45 +383,38 @@ class SimD1PreparedStatement implements D1PreparedStatement {
   first<T = unknown>(colName: string): Promise<T | null>;
   first<T = Record<string, unknown>>(): Promise<T | null>;
   first(colName?: string): Promise<unknown> {
-    const site = callSite(this.first);
-    return this.session.query("first", this.spec()).then((result) => {
+    return settled(this.session.query("first", this.spec()), (result) => {
       const row = toObjects(result)[0];
       if (row === undefined) return null;
       if (colName === undefined) return row;
       // workerd looks the column up on the row object, so only `undefined` means "not found".
       const value = row[colName];
       if (value === undefined) {
-        throw fromCallSite(
-          site,
-          new Error(`D1_COLUMN_NOTFOUND: Column not found (${colName})`, {
-            cause: new Error("Column not found"),
-          }),
-        );
+        throw new Error(`D1_COLUMN_NOTFOUND: Column not found (${colName})`, {
+          cause: new Error("Column not found"),
+        });
       }
       return value;
-    }, rethrownFrom(site));
+    });
   }
 
   /** D1 returns the rows from `run` too (docs: "functionally equivalent to `all`"). */
   run<T = Record<string, unknown>>(): Promise<D1Result<T>> {
-    const site = callSite(this.run);
-    return this.session.query("run", this.spec()).then((result) => toD1Result<T>(result), rethrownFrom(site));
+    return settled(this.session.query("run", this.spec()), (result) => toD1Result<T>(result));
   }
 
   all<T = Record<string, unknown>>(): Promise<D1Result<T>> {
-    const site = callSite(this.all);
-    return this.session.query("all", this.spec()).then((result) => toD1Result<T>(result), rethrownFrom(site));
+    return settled(this.session.query("all", this.spec()), (result) => toD1Result<T>(result));
   }
 
   raw<T = unknown[]>(options: { columnNames: true }): Promise<[string[], ...T[]]>;
   raw<T = unknown[]>(options?: { columnNames?: false }): Promise<T[]>;
   raw(options?: { columnNames?: boolean }): Promise<unknown[]> {
-    const site = callSite(this.raw);
-    return this.session.query("raw", this.spec()).then((result) => {
+    return settled(this.session.query("raw", this.spec()), (result) => {
       const rows = result.rows.map((row) => row.map(toCell));
       // The column names come first even when there are no rows (ROWS_AND_COLUMNS format).
       return options?.columnNames ? [[...result.columns], ...rows] : rows;
-    }, rethrownFrom(site));
+    });
   }
 
   /** @internal */
@@ -528,30 +515,35 @@ function toMeta(result: D1RawResult): D1Meta & Record<string, unknown> {
   };
 }
 
-/** Where the Worker's code called a D1 method: the frames below it, captured as it calls. */
-interface CallSite {
-  stack?: string;
+/**
+ * What `call` settles with, through `answer`, as the Worker awaits it. An error gets the stack of
+ * the code awaiting it (the Worker's, and its libraries', as V8 follows the awaits), captured here
+ * when it arrives: workerd's D1 errors show the code that called D1 (`at async lookup
+ * (index.js:2:36)`), where one the simulation makes as it settles the call would show the run
+ * loop (the host's own files), and none of the Worker's. Nothing is captured for a call that
+ * succeeds, and the Worker resumes as many turns later as through `call.then(answer)`.
+ */
+async function settled<R, T>(call: Promise<R>, answer: (result: R) => T): Promise<T> {
+  let result: R;
+  try {
+    result = await call;
+  } catch (error) {
+    throw withAwaitersStack(error);
+  }
+  try {
+    return answer(result);
+  } catch (error) {
+    throw withAwaitersStack(error);
+  }
 }
 
-/**
- * The frames of the code that called `method` (the Worker's and its libraries', and the async
- * callers V8 follows from there), captured as it calls, without `method` and what it calls.
- */
-function callSite(method: (...args: never[]) => unknown): CallSite {
-  const site: CallSite = {};
-  Error.captureStackTrace(site, method);
-  return site;
-}
-
-/**
- * `error` with the frames of `site` as its stack: workerd's D1 errors show the code that called
- * D1 (`at async lookup (index.js:2:36)`), where an error the simulation makes as it settles the
- * call would show the run loop (the host's own files), and none of the Worker's.
- */
-function fromCallSite(site: CallSite, error: unknown): unknown {
-  if (!(error instanceof Error) || site.stack === undefined) return error;
+/** `error` with the frames that await it now (see `settled`) as its stack, the host's left out. */
+function withAwaitersStack(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  const here: { stack?: string } = {};
+  Error.captureStackTrace(here, settled);
   // The host's frames that called the Worker's handler are the runtime's, which workerd does not show.
-  const frames = site.stack
+  const frames = (here.stack ?? "")
     .split("\n")
     .slice(1)
     .filter((frame) => HOST_CODE === undefined || !frame.includes(HOST_CODE));
@@ -569,13 +561,6 @@ const HOST_CODE = ((): string | undefined => {
   const source = file === undefined ? null : /[\\/]sim[\\/]d1\.ts$/.exec(file);
   return source ? file?.slice(0, source.index + 1) : file;
 })();
-
-/** A rejection handler that rethrows with the frames of `site` (`fromCallSite`). */
-function rethrownFrom(site: CallSite): (error: unknown) => never {
-  return (error) => {
-    throw fromCallSite(site, error);
-  };
-}
 
 /** Runs an engine call; an engine error (`no such table: foo: SQLITE_ERROR`) becomes D1's. */
 function engineCall<T>(call: () => T): T {
