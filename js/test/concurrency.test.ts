@@ -480,6 +480,15 @@ describe("module-level state, which partial-order reduction cannot see", () => {
     );
   });
 
+  it("watches every variable of a declaration of several, not only the first", async () => {
+    // `const key = "price", cache = new Map();`: the cache is the second, and only it changes.
+    const stale = violated(await check(numbering("prices.pair.sim.ts")));
+    expect(stale.message).toBe("req-3 read 1000, D1 holds 1200");
+    expect(stale.warnings?.[0]?.message).toContain(
+      "changed the module-level variable cache of js/test/fixtures/module-state/worker.prices.pair.ts while",
+    );
+  });
+
   it("turns the reduction off once a run changes it, and the report names the variable", async () => {
     const fixed = await check(numbering("numbering.fixed.sim.ts"));
     const full = await check(numbering("numbering.fixed.sim.ts"), { partialOrderReduction: false });

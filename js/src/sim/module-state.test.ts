@@ -70,6 +70,56 @@ describe("withStateHook", () => {
     ]);
   });
 
+  it("reads every variable of a declaration of several, however its initializers span lines", () => {
+    const several = [
+      "// src/index.ts",
+      'let hits = 0, last = "a, b", cache = new Map([["k", { v: [1, 2] }]]);',
+      "const limits = {",
+      "  perMinute: 10,",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the bundle's text holds a template literal
+      "  burst: `${1 + 1}, {x}`",
+      "}, windowMs = 60_000, /* a, comment */ seenAt = (/* c */ 0);",
+      "const { region, retries: attempts = 3 } = { region: 'x' }, [first, , third] = [1, 2, 3];",
+      "var url = 'https://a.example/?q=1;2', after = 1;",
+      "// node_modules/lib/index.js",
+      "let libA = 1, libB = 2;",
+    ].join("\n");
+    const module: Record<string, unknown> = { exports: {} };
+    new Function("module", "require", withStateHook(several))(module, () => ({}));
+    const reader = module[MODULE_STATE_KEY] as ModuleStateReader;
+    expect(reader.names).toEqual([
+      "hits",
+      "last",
+      "cache",
+      "limits",
+      "windowMs",
+      "seenAt",
+      // A pattern's keys are read as names too: one no variable has reads undefined.
+      "region",
+      "retries",
+      "attempts",
+      "first",
+      "third",
+      "url",
+      "after",
+    ]);
+    expect(reader.values()).toEqual([
+      0,
+      "a, b",
+      new Map([["k", { v: [1, 2] }]]),
+      { perMinute: 10, burst: "2, {x}" },
+      60_000,
+      0,
+      "x",
+      undefined,
+      3,
+      1,
+      3,
+      "https://a.example/?q=1;2",
+      1,
+    ]);
+  });
+
   it("reads the top-level variables of the Worker's own files, not a library's or the runtime's", () => {
     const { reader } = instantiate();
     expect(reader.names).toEqual([

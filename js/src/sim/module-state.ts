@@ -28,14 +28,10 @@ export interface ModuleStateReader {
 
 /** A line esbuild starts each bundled file with: `// src/index.ts`, `// node_modules/hono/dist/hono.js`. */
 const FILE_HEADER = /^\/\/ (\S+)$/;
-/** A top-level variable, as esbuild prints one at the start of a line. */
-const TOP_LEVEL_VARIABLE = /^(?:var|let|const) ([A-Za-z_$][\w$]*)\b/;
-/**
- * The variables of a module esbuild initializes lazily (`__esm`: one a dynamic `import()` or a
- * `require` reaches, even when the entry imports it too), all declared on one line before it is
- * initialized: `var PRICE_KEY, cache;`. Each of them is a top-level variable of the file.
- */
-const HOISTED_VARIABLES = /^var ([A-Za-z_$][\w$]*(?:, [A-Za-z_$][\w$]*)+);$/;
+/** A top-level declaration, as esbuild prints one at the start of a line. */
+const TOP_LEVEL_DECLARATION = /^(?:var|let|const)\s/;
+/** An identifier at the start of the text. */
+const IDENTIFIER = /^[A-Za-z_$][\w$]*/;
 /** Variables esbuild's CommonJS wrapper declares, which no Worker code changes. */
 const ESBUILD_HELPER = /^__[A-Za-z]/;
 /** An import of a module the bundle leaves to the runtime (`cloudflare:workers`, `node:crypto`). */
@@ -53,7 +49,10 @@ export function withStateHook(body: string): string {
   const exportsObjects = new Set<string>();
   let ownFile = false;
   let file = "";
+  let offset = 0;
   for (const line of body.split("\n")) {
+    const at = offset;
+    offset += line.length + 1;
     const header = FILE_HEADER.exec(line);
     if (header) {
       file = header[1] as string;
@@ -63,9 +62,8 @@ export function withStateHook(body: string): string {
     const exported = EXPORTS_OBJECT.exec(line)?.[1];
     if (exported) exportsObjects.add(exported);
     if (!ownFile || RUNTIME_IMPORT.test(line)) continue;
-    const hoisted = HOISTED_VARIABLES.exec(line)?.[1]?.split(", ");
-    const declared = TOP_LEVEL_VARIABLE.exec(line)?.[1];
-    for (const name of hoisted ?? (declared ? [declared] : [])) {
+    if (!TOP_LEVEL_DECLARATION.test(line)) continue;
+    for (const name of declaredNames(body, at)) {
       if (ESBUILD_HELPER.test(name) || own.includes(name)) continue;
       own.push(name);
       fileOf.set(name, file);
@@ -78,6 +76,127 @@ export function withStateHook(body: string): string {
   const files = watched.map((name) => fileOf.get(name) ?? "");
   const reader = `names: ${JSON.stringify(watched)}, files: ${JSON.stringify(files)}, values: () => [${watched.map(read).join(", ")}]`;
   return `${body}\n;module.${MODULE_STATE_KEY} = { ${reader} };\n`;
+}
+
+/**
+ * The names the declaration at `start` of `text` (`var`, `let` or `const` and what follows, up
+ * to the `;` that ends it) declares: the first and each after a comma outside brackets, strings,
+ * templates and comments (`let hits = 0, cache = new Map();`, and esbuild's `var PRICE_KEY,
+ * cache;` for a module it initializes lazily), and every identifier of a destructuring pattern.
+ * It errs on the side of more: a pattern's keys, or a word a regular expression's brackets
+ * misplace, are read as names too, and a name no variable has reads undefined; a variable left
+ * out would be a change the watch never sees.
+ */
+function declaredNames(text: string, start: number): string[] {
+  const names: string[] = [];
+  let i = start + (IDENTIFIER.exec(text.slice(start, start + 5))?.[0].length ?? 0);
+  let depth = 0;
+  let expectName = true;
+  // What encloses the scan: a template literal, or code inside one's `${…}` (its brace depth).
+  const templates: number[] = [];
+  while (i < text.length) {
+    const c = text[i] as string;
+    if (expectName && depth === 0 && templates.length === 0) {
+      if (/\s/.test(c)) {
+        i++;
+        continue;
+      }
+      if (c === "/" && (text[i + 1] === "*" || text[i + 1] === "/")) {
+        i = commentEnd(text, i);
+        continue;
+      }
+      expectName = false;
+      const name = IDENTIFIER.exec(text.slice(i, i + 256))?.[0];
+      if (name) {
+        names.push(name);
+        i += name.length;
+        continue;
+      }
+      if (c === "{" || c === "[") {
+        const end = closingBracket(text, i);
+        for (const word of text.slice(i, end).matchAll(/[A-Za-z_$][\w$]*/g)) names.push(word[0]);
+        i = end;
+        continue;
+      }
+    }
+    if (c === '"' || c === "'") {
+      i = stringEnd(text, i);
+      continue;
+    }
+    if (c === "`") {
+      templates.push(depth);
+      i = templateRest(text, i + 1);
+      if (text[i - 1] === "`") templates.pop();
+      continue;
+    }
+    if (c === "/" && (text[i + 1] === "*" || text[i + 1] === "/")) {
+      i = commentEnd(text, i);
+      continue;
+    }
+    if (c === "(" || c === "[" || c === "{") depth++;
+    else if (c === ")" || c === "]" || c === "}") {
+      if (c === "}" && templates.length > 0 && depth === (templates.at(-1) as number)) {
+        // The end of a template's `${…}`: the template goes on.
+        i = templateRest(text, i + 1);
+        if (text[i - 1] === "`") templates.pop();
+        continue;
+      }
+      depth--;
+    } else if (depth === 0 && templates.length === 0) {
+      if (c === ",") expectName = true;
+      else if (c === ";") break;
+    }
+    i++;
+  }
+  return names;
+}
+
+/** Past the comment that starts at `at` (`//` to the end of its line, or `/* … *\/`). */
+function commentEnd(text: string, at: number): number {
+  const end = text[at + 1] === "/" ? text.indexOf("\n", at) : text.indexOf("*/", at + 2);
+  if (end < 0) return text.length;
+  return text[at + 1] === "/" ? end : end + 2;
+}
+
+/** Past the string literal that starts at `at`. */
+function stringEnd(text: string, at: number): number {
+  const quote = text[at];
+  let i = at + 1;
+  while (i < text.length && text[i] !== quote && text[i] !== "\n") i += text[i] === "\\" ? 2 : 1;
+  return i + 1;
+}
+
+/** Past a template literal's text from `at`: after its closing backquote, or after a `${`. */
+function templateRest(text: string, at: number): number {
+  let i = at;
+  while (i < text.length) {
+    const c = text[i];
+    if (c === "\\") i += 2;
+    else if (c === "`") return i + 1;
+    else if (c === "$" && text[i + 1] === "{") return i + 2;
+    else i++;
+  }
+  return i;
+}
+
+/** Past the bracket that closes the one at `at` (strings inside skipped). */
+function closingBracket(text: string, at: number): number {
+  let depth = 0;
+  let i = at;
+  while (i < text.length) {
+    const c = text[i];
+    if (c === '"' || c === "'") {
+      i = stringEnd(text, i);
+      continue;
+    }
+    if (c === "{" || c === "[" || c === "(") depth++;
+    else if (c === "}" || c === "]" || c === ")") {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+    i++;
+  }
+  return i;
 }
 
 /** Values of a module's state read at most per snapshot; past them, a change goes unseen. */
