@@ -68,7 +68,8 @@ interface CheckHeader {
  * a Worker opened a D1 session that may read a replica, which the simulation answers from the
  * primary, so what a lagging replica would have answered was not checked; `event-delivered-late`,
  * a driver's event waited a second or more for the invocations before it to end, so no run had it
- * overlap them.
+ * overlap them; `sent-apart`, with several invocations at once, a request sent at a time of its
+ * own overlapped no other invocation in any run, as what came before it was over by then.
  */
 export interface CheckWarning {
   readonly kind:
@@ -80,7 +81,8 @@ export interface CheckWarning {
     | "alarm-before-event"
     | "module-state"
     | "replica-reads"
-    | "event-delivered-late";
+    | "event-delivered-late"
+    | "sent-apart";
   readonly message: string;
 }
 
@@ -441,6 +443,9 @@ class Reach {
   private alarmBeforeEvent: Run["alarmBeforeEvent"];
   private lateRuns = 0;
   private lateEvent: Run["lateEvent"];
+  /** Requests sent at a time of their own in interleaved runs, and the events some run overlapped. */
+  private readonly sentApart = new Map<number, string>();
+  private readonly overlapped = new Set<number>();
 
   add(run: Run): void {
     this.runs++;
@@ -462,6 +467,9 @@ class Reach {
       this.lateRuns++;
       this.lateEvent ??= run.lateEvent;
     }
+    for (const [index, name] of run.sentApart)
+      if (!this.sentApart.has(index)) this.sentApart.set(index, name);
+    for (const index of run.overlapped) this.overlapped.add(index);
     if (run.retryCut && (!this.retryCut || run.retryCut.deliveries > this.retryCut.deliveries)) {
       this.retryCut = run.retryCut;
     }
@@ -529,6 +537,16 @@ class Reach {
       warnings.push({
         kind: "alarm-before-event",
         message: `In ${this.alarmRuns} of ${plural(this.runs, "run")} an alarm rang before the next event (${alarm}, ${duration(aheadMs)} on, before ${event}): one invocation at a time, the platform's work runs before the next event whatever it waits for, so no run had ${event} come before it. maxConcurrentInvocations 2 checks events before, during and after an alarm.`,
+      });
+    }
+    const apart = [...this.sentApart]
+      .filter(([index]) => !this.overlapped.has(index))
+      .map(([, name]) => name);
+    if (apart.length > 0) {
+      const named = apart.length === 1 ? apart[0] : `${apart.slice(0, -1).join(", ")} and ${apart.at(-1)}`;
+      warnings.push({
+        kind: "sent-apart",
+        message: `In no run did ${named} overlap another invocation: a binding call takes 1 ms of the run's clock, so what came before was over by then, and maxConcurrentInvocations had nothing to interleave it with. To check requests racing, send them at the same atMs (a duplicate delivery, a double click); one sent later to let a lease or a window run out does not race.`,
       });
     }
     if (this.lateEvent) {

@@ -35,7 +35,8 @@ const TREE_BOUNDS = ["maxFaultsPerRun", "maxRedeliveries", "maxConcurrentInvocat
 
 /**
  * The warnings of the merged check, as the lowest shard that gives each words it. Most say
- * something of all the runs (none reached a binding, none answered below 500), which holds of the
+ * something of all the runs (none reached a binding, none answered below 500, none had a request
+ * sent apart overlap another invocation), which holds of the
  * whole check only if it holds of every shard's runs, all present (`complete`); a shard that ran
  * nothing says nothing either way. `platform-retries-cut`, `alarm-before-event`,
  * `event-delivered-late`, `queue-not-consumed` and `replica-reads` say something of some run, which holds of the whole check if it holds of
@@ -51,7 +52,7 @@ function mergedWarnings(
   const of = (r: ShardedResult) => ("warnings" in r ? (r.warnings ?? []) : []);
   const first = (kind: CheckWarning["kind"]) => ordered.flatMap((r) => of(r)).find((w) => w.kind === kind);
   const warnings: CheckWarning[] = [];
-  for (const kind of ["no-binding-call", "no-request-succeeded"] as const) {
+  for (const kind of ["no-binding-call", "no-request-succeeded", "sent-apart"] as const) {
     const warning = first(kind);
     if (warning && complete && ordered.every((r) => of(r).some((w) => w.kind === kind)))
       warnings.push(warning);

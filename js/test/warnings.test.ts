@@ -134,6 +134,18 @@ describe("a verdict's warnings", () => {
     ]);
   });
 
+  it("say when a request sent at a time of its own raced nothing, as what came before was over", async () => {
+    const result = await check(fixture("apart.concurrent.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+    expect("warnings" in result ? result.warnings : undefined).toEqual([
+      {
+        kind: "sent-apart",
+        message:
+          "In no run did req-2 (sent at 50 ms) overlap another invocation: a binding call takes 1 ms of the run's clock, so what came before was over by then, and maxConcurrentInvocations had nothing to interleave it with. To check requests racing, send them at the same atMs (a duplicate delivery, a double click); one sent later to let a lease or a window run out does not race.",
+      },
+    ]);
+  });
+
   it("say nothing of an event a schedule made late by firing a timer while it could have started it", async () => {
     // Two at once: the third note finds a place free at its time unless the schedule fires the
     // first one's five-second timer before starting the second, and other runs start it first.

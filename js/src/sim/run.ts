@@ -193,6 +193,15 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
    * them out).
    */
   private readonly lateByChoice = new Set<number>();
+  /**
+   * In an interleaved run, the requests the driver sends at a time of their own after the run's
+   * start (by index, with how the report names them: `req-2 (sent at 50 ms)`), and the events
+   * whose invocations overlapped another task's (one was live while the other started).
+   */
+  readonly sentApart = new Map<number, string>();
+  readonly overlapped = new Set<number>();
+  /** The driver's events (by index) whose task is live. */
+  private readonly liveEvents = new Set<number>();
   /** The outbound requests the scenario's scripts answered, in order (`FinalState.outbound`). */
   readonly outbound: OutboundRequest[] = [];
   /** Queues no Worker of the scenario consumes that a Worker sent to, each with the first binding it sent through. */
@@ -806,7 +815,10 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       take: () => {
         this.sendAt(event, index);
         started();
-        this.startTask(() => event.deliver(this, index));
+        if (event.arrives !== "scheduled" && event.atMs !== undefined && event.atMs > CLOCK_START_MS) {
+          this.sentApart.set(index, `${event.id} (sent at ${event.atMs - CLOCK_START_MS} ms)`);
+        }
+        this.startTask(() => event.deliver(this, index), index);
       },
     };
   }
@@ -836,7 +848,14 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     };
   }
 
-  private startTask(task: () => Promise<void>): void {
+  /** Starts a task: a driver's event (`event`, its index) or a piece of platform work. */
+  private startTask(task: () => Promise<void>, event?: number): void {
+    if (this.tasks > 0) {
+      // It overlaps every task still live, and they it.
+      for (const live of this.liveEvents) this.overlapped.add(live);
+      if (event !== undefined) this.overlapped.add(event);
+    }
+    if (event !== undefined) this.liveEvents.add(event);
     this.tasks++;
     let done: Promise<void>;
     try {
@@ -844,13 +863,14 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     } catch (error) {
       done = Promise.reject(error);
     }
-    done.then(
-      () => this.tasks--,
-      (error: unknown) => {
-        this.tasks--;
-        this.failure ??= error instanceof Error ? error : new Error(String(error));
-      },
-    );
+    const over = () => {
+      this.tasks--;
+      if (event !== undefined) this.liveEvents.delete(event);
+    };
+    done.then(over, (error: unknown) => {
+      over();
+      this.failure ??= error instanceof Error ? error : new Error(String(error));
+    });
   }
 
   /**
