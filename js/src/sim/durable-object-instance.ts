@@ -36,6 +36,15 @@ const BLOCKERS_PER_CALL_MAX = 1_000;
  * calls before the runtime cancels it and resets the object: Cloudflare's 30-second limit.
  */
 const CRITICAL_SECTION_LIMIT_MS = 30_000;
+/**
+ * How long an object may go without a call or an alarm before its instance is certainly gone:
+ * Cloudflare's "Lifecycle of a Durable Object" evicts an idle object from memory after 70 to 140
+ * seconds without requests or events (a hibernatable one may go after 10). Within that, whether the
+ * instance is still there is the runtime's choice, which eutaxy does not explore (a fault's reset
+ * stands in for it); past it, the next call or alarm constructs a fresh instance, as it would on
+ * Cloudflare, so an instance field that must outlive an hour's wait for an alarm is seen to be lost.
+ */
+const EVICTED_AFTER_IDLE_MS = 140_000;
 
 export type Instance = Record<string, unknown>;
 
@@ -53,6 +62,8 @@ interface LiveObject {
   unblockLimit: (() => void) | undefined;
   /** Invocations in the middle of a call on this instance; one that dies takes the instance. */
   readonly serving: Set<Invocation>;
+  /** When the last call on the instance ended, on the run's clock, while none is in flight. */
+  idleSinceMs: number | undefined;
   /**
    * Set when the instance is reset: it is no longer the object, and its storage fails every
    * call it makes from then on with this error.
@@ -187,11 +198,27 @@ export async function serveCall(
     // Never reached when the invocation dies: its death resets the object (`serveOn`'s
     // whenDead), which discards the instance and its `serving` with it.
     live.serving.delete(invocation);
+    if (live.serving.size === 0) live.idleSinceMs = run.nowMs();
   }
 }
 
 function liveObject(run: RunContext, slot: ObjectSlot, invocation: Invocation): LiveObject {
-  const existing = slot.live;
+  let existing = slot.live;
+  if (
+    existing?.instance &&
+    existing.serving.size === 0 &&
+    existing.blockers.size === 0 &&
+    existing.idleSinceMs !== undefined &&
+    run.nowMs() - existing.idleSinceMs >= EVICTED_AFTER_IDLE_MS
+  ) {
+    const idleS = Math.floor((run.nowMs() - existing.idleSinceMs) / 1000);
+    // Nothing is in flight on it, so the reset fails no call and kills no invocation.
+    reset(run, slot, `evicted from memory after ${idleS} s without a call or an alarm`, {
+      error: () => new Error("The Durable Object was evicted from memory."),
+      kill: false,
+    });
+    existing = slot.live;
+  }
   if (existing?.instance) {
     serveOn(run, slot, existing, invocation);
     return existing;
@@ -209,6 +236,7 @@ function liveObject(run: RunContext, slot: ObjectSlot, invocation: Invocation): 
     blockedSinceMs: undefined,
     unblockLimit: undefined,
     serving: new Set(),
+    idleSinceMs: undefined,
     gone: undefined,
     ended,
     end,
@@ -270,6 +298,7 @@ function objectEnv(run: RunContext, namespace: DurableObjectNamespace): Env {
  */
 function serveOn(run: RunContext, slot: ObjectSlot, live: LiveObject, invocation: Invocation): void {
   live.serving.add(invocation);
+  live.idleSinceMs = undefined;
   invocation.whenDead(() => {
     if (slot.live !== live || !live.serving.has(invocation)) return;
     reset(run, slot, `${invocation.id}, which it was serving, died`, { error: lostConnection, kill: true });
