@@ -43,6 +43,19 @@ function afterAnswer(trace: readonly string[], fault: FaultReport): string {
   return "";
 }
 
+/** The trace's first eviction of an idle Durable Object, which no fault made, as the schedule names it. */
+function evicted(trace: readonly string[]): string {
+  for (const line of trace) {
+    const eviction =
+      /^Durable Object (.+) reset \(evicted from memory after (\d+) s without a call or an alarm\)/.exec(
+        line,
+      );
+    if (eviction)
+      return `, with Durable Object ${eviction[1]} evicted from memory after ${eviction[2]} s idle, as Cloudflare evicts one`;
+  }
+  return "";
+}
+
 /** The shell command that replays a run seed of this check. */
 export function replayCommand(result: CheckResult, runSeed: string): string {
   return `eutaxy check ${shown(result.file)} --replay ${runSeed}`;
@@ -63,7 +76,7 @@ export function renderReport(result: CheckResult, notes: readonly string[] = [])
         "",
         `Schedule (run seed ${result.runSeed}), events kept: ${result.eventsKept.join(", ")}`,
         ...(result.faults.length === 0
-          ? ["  no faults: the events alone break it"]
+          ? [`  no faults: the events alone break it${evicted(result.trace)}`]
           : result.faults.map(
               (f) =>
                 `  ${faultName(f.kind, f.label)} at ${f.invocation} effect #${f.effect} (${f.label})${afterAnswer(result.trace, f)}`,

@@ -6,7 +6,7 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { check } from "../src/index.ts";
+import { check, renderReport } from "../src/index.ts";
 import { violated } from "./verdict.ts";
 
 const fixture = (file: string) => new URL(`./fixtures/do-eviction/${file}`, import.meta.url).pathname;
@@ -18,6 +18,10 @@ describe("an object idle past the eviction limit", () => {
     expect(result.faults).toEqual([]);
     expect(result.trace).toContain(
       'Durable Object Board "season-1" reset (evicted from memory after 3600 s without a call or an alarm): its in-memory state is gone',
+    );
+    // The report's schedule says what lost the state, as no fault did.
+    expect(renderReport(result).split("\n")).toContain(
+      '  no faults: the events alone break it, with Durable Object Board "season-1" evicted from memory after 3600 s idle, as Cloudflare evicts one',
     );
   });
 
