@@ -143,6 +143,20 @@ describe("eutaxy check --workers", () => {
     expect(run.stdout.split("\n")[0]).toBe("VIOLATED  checkout  (seed checkout)");
   });
 
+  it("runs every worker's Workers in UTC, whatever the machine's zone", () => {
+    const run = spawnSync(
+      process.execPath,
+      [`${root}js/bin/eutaxy.js`, "check", "time-zone.sim.ts", "--workers", "2"],
+      {
+        cwd: `${root}js/test/fixtures/workers-globals`,
+        encoding: "utf8",
+        env: { ...process.env, TZ: "Asia/Kolkata" },
+      },
+    );
+    expect(run.stderr).toBe("");
+    expect(run.stdout).toMatch(/^BOUNDED {2}time-zone .*, 2 workers/);
+  });
+
   it("rejects --shard, --replay and a number of workers it cannot use, in one line", () => {
     expectBadInput(
       eutaxy(["check", "./checkout.sim.ts", "--workers", "2", "--shard", "1/2"]),

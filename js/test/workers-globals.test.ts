@@ -30,6 +30,19 @@ describe.each(["node", "workerd"] as const)("on the %s runtime", (runtime) => {
     expect(await check(fixture("clock.sim.ts"), { runtime })).toMatchObject({ verdict: "BOUNDED" });
   });
 
+  it("a Worker reads local time in UTC, as on Cloudflare, whatever the machine's zone", async () => {
+    const saved = process.env.TZ;
+    process.env.TZ = "America/New_York";
+    try {
+      expect(await check(fixture("time-zone.sim.ts"), { runtime })).toMatchObject({ verdict: "BOUNDED" });
+      // The zone of the process that ran the check is its own again.
+      expect(new Date(0).getTimezoneOffset()).toBe(300);
+    } finally {
+      if (saved === undefined) delete process.env.TZ;
+      else process.env.TZ = saved;
+    }
+  });
+
   it("a promise the Worker rejects and nothing handles is logged, and the request answers", async () => {
     const result = violated(await check(fixture("unhandled.sim.ts"), { runtime }));
     expect(result.message).toBe("req-1#1 was answered 201, not 200: created");

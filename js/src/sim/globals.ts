@@ -104,6 +104,8 @@ const realClearTimeout = globalThis.clearTimeout;
 const realClearInterval = globalThis.clearInterval;
 const realFetch = globalThis.fetch;
 const realAbortSignalTimeout = AbortSignal.timeout.bind(AbortSignal);
+/** The host's own environment: while a run is active, `process.env` is the running Worker's. */
+const hostEnv = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
 const realScheduler = (globalThis as { scheduler?: { wait?: (...args: unknown[]) => unknown } }).scheduler;
 
 /** The host's own clock and macrotask turn, untouched by the wrappers. */
@@ -170,8 +172,32 @@ export function activate(next: DeterminismSource): () => void {
   install();
   const previous = source;
   source = next;
+  const restoreZone = previous === undefined ? inUtc() : undefined;
   return () => {
     source = previous;
+    restoreZone?.();
+  };
+}
+
+/**
+ * Cloudflare runs Workers in UTC, so local time (`getHours()`, `new Date(2026, 0, 1)`,
+ * `toString()`, `Intl.DateTimeFormat`'s zone) reads as UTC there; the host's is the machine's
+ * (`TZ`, /etc/localtime), which would make a Worker that computes "today" answer differently on a
+ * developer's laptop and in CI, and not as in production. Node follows a change to
+ * `process.env.TZ` at once, so the process is in UTC while a source is active and in its own zone
+ * again after (what a test around the check reads stays its own). The CLI puts the whole process
+ * in UTC, so that nothing switches between runs, nor races between `--workers` threads, which
+ * share the process's zone. Inside workerd there is no zone to set: the workerd process starts
+ * in UTC (js/src/workerd/miniflare.ts).
+ */
+function inUtc(): (() => void) | undefined {
+  if (IN_WORKERD || !hostEnv || hostEnv.TZ === "UTC") return undefined;
+  const env = hostEnv;
+  const saved = env.TZ;
+  env.TZ = "UTC";
+  return () => {
+    if (saved === undefined) delete env.TZ;
+    else env.TZ = saved;
   };
 }
 

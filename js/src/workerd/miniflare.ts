@@ -56,42 +56,54 @@ export async function exploreInWorkerd(exploration: Omit<Exploration, "createEng
   };
   const stderr = new StartupLog();
   const tmp = mkdtempSync(join(tmpdir(), "eutaxy-workerd-"));
-  const mf = inTemporaryFolder(
-    tmp,
-    () =>
-      new Miniflare({
-        modulesRoot: ROOT,
-        modules: [
-          { type: "ESModule", path: `${ROOT}/main.js`, contents: main.text },
-          { type: "ESModule", path: `${ROOT}/host.js`, contents: host },
-          { type: "ESModule", path: `${ROOT}/scenario.js`, contents: scenario },
-          {
-            type: "CompiledWasm",
-            path: `${ROOT}/engine_bg.wasm`,
-            contents: readFileSync(webEnginePath("engine_bg.wasm")),
+  // workerd takes its zone from its environment, which Miniflare copies from this process's when
+  // it starts workerd, after a few awaits: this process is in UTC until then, so that the Workers
+  // read local time in UTC, as on Cloudflare (js/src/sim/globals.ts says why).
+  const restoreZone = inUtcUntilStarted();
+  let mf: Miniflare;
+  try {
+    mf = inTemporaryFolder(
+      tmp,
+      () =>
+        new Miniflare({
+          modulesRoot: ROOT,
+          modules: [
+            { type: "ESModule", path: `${ROOT}/main.js`, contents: main.text },
+            { type: "ESModule", path: `${ROOT}/host.js`, contents: host },
+            { type: "ESModule", path: `${ROOT}/scenario.js`, contents: scenario },
+            {
+              type: "CompiledWasm",
+              path: `${ROOT}/engine_bg.wasm`,
+              contents: readFileSync(webEnginePath("engine_bg.wasm")),
+            },
+            ...wasmFiles.map((file, i) => ({
+              type: "CompiledWasm" as const,
+              path: `${ROOT}/${compiledWasmModule(i)}`,
+              contents: readFileSync(file),
+            })),
+          ],
+          compatibilityDate: WORKERD_COMPATIBILITY_DATE,
+          compatibilityFlags: ["nodejs_compat"],
+          // The `request.cf` object Miniflare would otherwise download: the simulation has no network.
+          cf: false,
+          handleRuntimeStdio(out: Readable, err: Readable) {
+            out.pipe(process.stdout);
+            err.on("data", (chunk: Buffer) => stderr.write(chunk));
           },
-          ...wasmFiles.map((file, i) => ({
-            type: "CompiledWasm" as const,
-            path: `${ROOT}/${compiledWasmModule(i)}`,
-            contents: readFileSync(file),
-          })),
-        ],
-        compatibilityDate: WORKERD_COMPATIBILITY_DATE,
-        compatibilityFlags: ["nodejs_compat"],
-        // The `request.cf` object Miniflare would otherwise download: the simulation has no network.
-        cf: false,
-        handleRuntimeStdio(out: Readable, err: Readable) {
-          out.pipe(process.stdout);
-          err.on("data", (chunk: Buffer) => stderr.write(chunk));
-        },
-      }),
-  );
+        }),
+    );
+  } catch (error) {
+    restoreZone();
+    throw error;
+  }
   let answer: HostAnswer;
   try {
     try {
       await mf.ready;
     } catch {
       throw startupError(world, workers, stderr.text());
+    } finally {
+      restoreZone();
     }
     stderr.started();
     const response = await mf.dispatchFetch("http://eutaxy.invalid/", {
@@ -123,6 +135,16 @@ function inTemporaryFolder<T>(folder: string, make: () => T): T {
     if (saved === undefined) delete process.env.TMPDIR;
     else process.env.TMPDIR = saved;
   }
+}
+
+/** Puts this process in UTC (`TZ`) until the returned function is called. */
+function inUtcUntilStarted(): () => void {
+  const saved = process.env.TZ;
+  process.env.TZ = "UTC";
+  return () => {
+    if (saved === undefined) delete process.env.TZ;
+    else process.env.TZ = saved;
+  };
 }
 
 /** Bytes of workerd's stderr kept while it starts, to say why it could not. */
