@@ -57,7 +57,23 @@ export const DEFAULT_BOUNDS: ResolvedBounds = {
   budgetMs: 10_000,
 };
 
-export async function check(scenarioPath: string, options: CheckOptions = {}): Promise<CheckResult> {
+/**
+ * The check this process ran last, which the next one waits for. While a run is active it owns the
+ * process's globals (the clock, randomness, timers, `fetch`, `console` and the zone: sim/globals.ts),
+ * and runs yield at every await: two checks at once (`Promise.all`, vitest's `describe.concurrent`)
+ * would each run the other's Workers' calls and scripts, and answer with the other's errors or a
+ * nondeterminism neither has. So checks in one process take turns; each one's budget starts when
+ * its turn does. (A `--workers` thread is a realm of its own, with globals of its own.)
+ */
+let lastCheck: Promise<unknown> = Promise.resolve();
+
+export function check(scenarioPath: string, options: CheckOptions = {}): Promise<CheckResult> {
+  const turn = lastCheck.then(() => checkNow(scenarioPath, options));
+  lastCheck = turn.catch(() => {});
+  return turn;
+}
+
+async function checkNow(scenarioPath: string, options: CheckOptions): Promise<CheckResult> {
   // The options are checked before the scenario is loaded, which takes a bundle and an import.
   const runtime = options.runtime ?? "node";
   if (!RUNTIMES.includes(runtime)) {

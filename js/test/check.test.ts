@@ -61,6 +61,22 @@ describe("the service-binding example", () => {
     expect(boundedSecond).toEqual(boundedFirst);
   });
 
+  it("gives the same results to checks started together as to checks run one after the other", async () => {
+    const seats = new URL("../../examples/seats-race/seats.sim.ts", import.meta.url).pathname;
+    const alone = [
+      await check(example("checkout.sim.ts")),
+      await check(example("checkout.fixed.sim.ts")),
+      await check(seats),
+    ];
+    // Promise.all, or vitest's describe.concurrent: the checks take turns in this process.
+    const together = await Promise.all([
+      check(example("checkout.sim.ts")),
+      check(example("checkout.fixed.sim.ts")),
+      check(seats),
+    ]);
+    expect(together.map(timeless)).toEqual(alone.map(timeless));
+  });
+
   it("draws different keys under a different seed but finds the same bug", async () => {
     const other = violated(await check(example("checkout.sim.ts"), { seed: "another seed" }));
     const base = violated(await check(example("checkout.sim.ts")));
