@@ -2,8 +2,8 @@
 // The `eutaxy` command. The host is built into js/dist by `pnpm build`.
 import { main } from "../dist/cli.js";
 
-// Cloudflare runs Workers in UTC. A check switches the process to UTC for each run by itself; the
-// command stays in UTC throughout, so that no run switches, and the `--workers` threads and
+// Cloudflare runs Workers in UTC. A check switches the process to UTC while it runs by itself; the
+// command stays in UTC throughout, so that nothing switches, and the `--workers` threads and
 // workerd, which take their zone from this process, start in it (js/src/sim/globals.ts).
 process.env.TZ = "UTC";
 

@@ -12,6 +12,7 @@ import { loadScenario } from "./load/scenario.ts";
 import { readSchema } from "./load/schema.ts";
 import { type Progress, watchRuns } from "./progress.ts";
 import "./sim/node-globals.ts";
+import { inUtc } from "./sim/globals.ts";
 import { buildWorld, type World } from "./sim/world.ts";
 import { withWorkerRejections } from "./worker-rejections.ts";
 
@@ -68,7 +69,7 @@ export const DEFAULT_BOUNDS: ResolvedBounds = {
 let lastCheck: Promise<unknown> = Promise.resolve();
 
 export function check(scenarioPath: string, options: CheckOptions = {}): Promise<CheckResult> {
-  const turn = lastCheck.then(() => checkNow(scenarioPath, options));
+  const turn = lastCheck.then(() => inUtc(() => checkNow(scenarioPath, options)));
   lastCheck = turn.catch(() => {});
   return turn;
 }

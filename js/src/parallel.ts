@@ -20,6 +20,7 @@ import { type CarriedError, InputError, uncarry } from "./errors.ts";
 import { mergeResults } from "./merge.ts";
 import type { Progress } from "./progress.ts";
 import { renderReport } from "./report.ts";
+import { inUtc } from "./sim/globals.ts";
 
 /** More threads than this is a typo rather than a machine: each holds an engine and a bundler. */
 export const WORKERS_MAX = 64;
@@ -74,7 +75,9 @@ export async function checkParallel(
     throw new InputError(undefined, "a replay runs one schedule, which no workers can share: drop --workers");
   }
   const { onProgress, ...shared } = options;
-  const endings = await runShards(scenarioPath, shared, workers, onProgress);
+  // The threads share this process's zone, which a thread cannot set for itself: it is UTC
+  // before they start, as each check's is (sim/globals.ts, `inUtc`).
+  const endings = await inUtc(() => runShards(scenarioPath, shared, workers, onProgress));
   // Undefined when some shards saw module-level state change and others did not: their parts
   // are of two trees (`mergeResults`), which only the whole check, in one process, explores as one.
   return merged(endings, workers) ?? check(scenarioPath, options);

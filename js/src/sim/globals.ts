@@ -172,33 +172,34 @@ export function activate(next: DeterminismSource): () => void {
   install();
   const previous = source;
   source = next;
-  const restoreZone = previous === undefined ? inUtc() : undefined;
   return () => {
     source = previous;
-    restoreZone?.();
   };
 }
 
 /**
- * Cloudflare runs Workers in UTC, so local time (`getHours()`, `new Date(2026, 0, 1)`,
- * `toString()`, `Intl.DateTimeFormat`'s zone) reads as UTC there; the host's is the machine's
- * (`TZ`, /etc/localtime), which would make a Worker that computes "today" answer differently on a
- * developer's laptop and in CI, and not as in production. Node follows a change to
- * `process.env.TZ` at once, so the process is in UTC while a source is active and in its own zone
- * again after (what a test around the check reads stays its own). The CLI puts the whole process
- * in UTC, so that nothing switches between runs, nor races between `--workers` threads, which
- * share the process's zone. Inside workerd there is no zone to set: the workerd process starts
- * in UTC (js/src/workerd/miniflare.ts).
+ * Runs `work` (a check) with the process in UTC. Cloudflare runs Workers in UTC, so local time
+ * (`getHours()`, `new Date(2026, 0, 1)`, `toString()`, `Intl.DateTimeFormat`'s zone) reads as UTC
+ * there; the host's is the machine's (`TZ`, /etc/localtime), which would make a Worker that
+ * computes "today" answer differently on a developer's laptop and in CI, and not as in
+ * production. Node follows a change to `process.env.TZ` at once, but each change costs it a tenth
+ * of a run of the service-binding example, so the zone is set once for the whole check (checks in
+ * one process take turns, check.ts) and the process's own is back after it: code beside a check
+ * (a test awaiting it) reads UTC meanwhile. The CLI puts the whole process in UTC, so that
+ * `--workers` threads, which share the process's zone, never switch it. Inside workerd there is
+ * no zone to set: the workerd process starts in UTC (js/src/workerd/miniflare.ts).
  */
-function inUtc(): (() => void) | undefined {
-  if (IN_WORKERD || !hostEnv || hostEnv.TZ === "UTC") return undefined;
+export async function inUtc<T>(work: () => Promise<T>): Promise<T> {
+  if (IN_WORKERD || !hostEnv || hostEnv.TZ === "UTC") return work();
   const env = hostEnv;
   const saved = env.TZ;
   env.TZ = "UTC";
-  return () => {
+  try {
+    return await work();
+  } finally {
     if (saved === undefined) delete env.TZ;
     else env.TZ = saved;
-  };
+  }
 }
 
 function randomBytes(n: number): Uint8Array {
