@@ -15,6 +15,7 @@ import * as scenarioApi from "../cloudflare.ts";
 import { InputError } from "../errors.ts";
 import { absentGlobalNames, OPTIONAL_GLOBALS } from "../sim/compatibility.ts";
 import { withStateHook } from "../sim/module-state.ts";
+import { simulatedAsyncHooks } from "../sim/node-async-hooks.ts";
 import { simulatedNodeCrypto } from "../sim/node-crypto.ts";
 import {
   ABSENT_GLOBALS,
@@ -68,6 +69,13 @@ let simulatedCrypto: object | undefined;
 function nodeCrypto(): object {
   simulatedCrypto ??= simulatedNodeCrypto(nodeRequire("node:crypto") as object);
   return simulatedCrypto;
+}
+
+let simulatedHooks: object | undefined;
+/** `node:async_hooks` with storages each run lets go of (sim/node-async-hooks.ts), made once. */
+function nodeAsyncHooks(): object {
+  simulatedHooks ??= simulatedAsyncHooks(nodeRequire("node:async_hooks") as object);
+  return simulatedHooks;
 }
 
 /** Node's built-in modules by their bare names (`crypto`, `fs/promises`), as a pattern. */
@@ -264,6 +272,7 @@ export async function bundleWorker(entry: string, config?: BundleConfig): Promis
           if (!NODE_MODULES_SIMULATED.has(specifier.slice("node:".length)))
             throw refusedNodeModule(entry, specifier);
           if (specifier === "node:crypto") return nodeCrypto();
+          if (specifier === "node:async_hooks") return nodeAsyncHooks();
           return nodeRequire(specifier);
         }
         throw new InputError(entry, `imports ${specifier}, which eutaxy does not provide`);

@@ -59,6 +59,7 @@ import {
 } from "./globals.ts";
 import { type EffectSink, Invocation, type ParkedEffect } from "./invocation.ts";
 import { type ModuleStateChange, ModuleStateWatch } from "./module-state.ts";
+import { releaseStorages } from "./node-async-hooks.ts";
 import { outboundFetch } from "./outbound.ts";
 import { lostConnection, rethrownOverRpc } from "./rpc-errors.ts";
 import { runtimeModules } from "./runtime-modules.ts";
@@ -560,6 +561,8 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       // Nothing follows a run's async context once it is over (what a run left behind finds no
       // run), and the promises of the code between runs carry no hook.
       if (this.concurrency > 1) stopFollowingInvocations();
+      // Nor does any AsyncLocalStorage its Workers made (Node keeps calling each at every promise).
+      releaseStorages();
     }
   }
 
