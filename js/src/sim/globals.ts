@@ -286,6 +286,7 @@ function install(): void {
     // A runtime whose timeOrigin cannot be replaced has workerd's own (inside workerd, 0).
   }
   installProcessClock();
+  if (!IN_WORKERD) installProcessQueue();
 
   // Timers: the run's own while a run is active, so they fire on its clock, in its order. The
   // originals are called on the global object, as workerd requires of its timers.
@@ -759,6 +760,82 @@ function installProcessClock(): void {
   } catch {
     // A runtime whose process clock cannot be replaced keeps its own (workerd's is the epoch's).
   }
+}
+
+/**
+ * `process.nextTick` and `process.emitWarning` as workerd's `process` has them, while a run is
+ * active. workerd's `nextTick` is `queueMicrotask`: a callback runs in turn with the promise
+ * callbacks queued around it, where Node runs every tick callback before any promise callback
+ * (and, from a promise callback, only once they have all run), so a library that batches on
+ * `nextTick` would see other orders on the two runtimes. workerd's `emitWarning` prints nothing:
+ * it emits `warning` on `process`, a microtask later, to the Worker's listeners; Node's prints
+ * `(node:<pid>) …` to stderr, which the run's trace would keep with the pid of eutaxy's process
+ * (another in every process: the same seed, another trace) and the `--trace-warnings` hint only the
+ * first time in the process. The one warning workerd's own modules also log is an EventEmitter's
+ * listener count going over its limit, with `console.log`, at once, in workerd's words. Node's own
+ * code (its streams) gets the same `nextTick` during a run, as workerd's modules use theirs.
+ */
+function installProcessQueue(): void {
+  const proc = (globalThis as { process?: NodeJS.Process }).process;
+  if (!proc || typeof proc.nextTick !== "function") return;
+  const realNextTick = proc.nextTick;
+  const realEmitWarning = proc.emitWarning;
+  // Node's own listener, which prints: a warning a Worker emits reaches the other listeners.
+  const nodesListeners = new Set(proc.listeners("warning"));
+  try {
+    proc.nextTick = function nextTick(callback: (...args: unknown[]) => void, ...args: unknown[]): void {
+      // Node's own check of the callback, and its own queue outside a run.
+      if (!source || typeof callback !== "function") {
+        Reflect.apply(realNextTick, proc, [callback, ...args]);
+        return;
+      }
+      queueMicrotask(() => callback(...args));
+    } as typeof proc.nextTick;
+    proc.emitWarning = function emitWarning(warning: string | Error, ...rest: unknown[]): void {
+      if (!source) {
+        Reflect.apply(realEmitWarning, proc, [warning, ...rest]);
+        return;
+      }
+      const error = warningOf(warning, rest);
+      if (error.name === "MaxListenersExceededWarning") {
+        const { count, type } = error as Error & { count?: number; type?: unknown };
+        console.log(
+          `Possible EventEmitter memory leak detected. ${count} ${String(type)} listeners added to an EventEmitter. Use emitter.setMaxListeners() to increase limit`,
+        );
+        // Then emitted as any warning is, in workerd's words, which do not give the limit.
+        error.message = error.message.replace(/\. MaxListeners is \d+\./, ".");
+      }
+      queueMicrotask(() => {
+        for (const listener of proc.listeners("warning")) {
+          if (!nodesListeners.has(listener)) Reflect.apply(listener, proc, [error]);
+        }
+      });
+    } as typeof proc.emitWarning;
+  } catch {
+    // A runtime whose process cannot be changed keeps its own.
+  }
+}
+
+/** The Error `process.emitWarning(warning, type | options, code)` makes, as workerd's makes it. */
+function warningOf(warning: string | Error, rest: unknown[]): Error {
+  const [options, code] = rest;
+  let name = "Warning";
+  let codeOf: unknown;
+  let detail: unknown;
+  if (typeof options === "object" && options !== null) {
+    const given = options as { type?: string; code?: string; detail?: string };
+    if (given.type) name = given.type;
+    codeOf = given.code;
+    detail = given.detail;
+  } else if (typeof options === "string") {
+    name = options;
+    if (typeof code === "string") codeOf = code;
+  }
+  const error = typeof warning === "string" ? new Error(warning) : warning;
+  if (typeof warning === "string" || name !== "Warning") error.name = name;
+  if (codeOf) (error as Error & { code?: unknown }).code = codeOf;
+  if (typeof detail === "string" && detail) (error as Error & { detail?: unknown }).detail = detail;
+  return error;
 }
 
 /**
