@@ -59,7 +59,7 @@ import {
 } from "./globals.ts";
 import { type EffectSink, Invocation, type ParkedEffect } from "./invocation.ts";
 import { type ModuleStateChange, ModuleStateWatch } from "./module-state.ts";
-import { releaseStorages } from "./node-async-hooks.ts";
+import { carryInvocation, releaseStorages } from "./node-async-hooks.ts";
 import { outboundFetch } from "./outbound.ts";
 import { lostConnection, rethrownOverRpc } from "./rpc-errors.ts";
 import { runtimeModules } from "./runtime-modules.ts";
@@ -1494,6 +1494,13 @@ function nextDue(candidates: readonly PlatformWork[], nowMs: number): PlatformWo
 
 /** The invocation whose handler, or work it started, is running: the async context it descends from. */
 const invocationContext = new AsyncLocalStorage<Invocation>();
+
+// A snapshot of the Worker's async context restores this storage too; the code run in it is the
+// running invocation's all the same (node-async-hooks.ts).
+carryInvocation((fn) => {
+  const running = invocationContext.getStore();
+  return running === undefined ? fn : () => invocationContext.run(running, fn);
+});
 
 /**
  * Stops following invocations' async contexts until the next interleaved run: Node's

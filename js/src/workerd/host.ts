@@ -16,6 +16,7 @@ import { explore } from "../explore.ts";
 import type { WorkerModule } from "../load/bundle.ts";
 import { thrownAt } from "../load/source-map.ts";
 import { simulating, uncaughtInPromise } from "../sim/globals.ts";
+import { simulatedAsyncHooks } from "../sim/node-async-hooks.ts";
 import { simulatedNodeCrypto } from "../sim/node-crypto.ts";
 import {
   evaluateWorker,
@@ -64,6 +65,8 @@ function createEngine(wasm: WebAssembly.Module, config: EngineConfig): Engine {
 
 /** `node:crypto` with its randomness the simulation's (sim/node-crypto.ts), made once. */
 let simulatedCrypto: object | undefined;
+/** `node:async_hooks` whose snapshots run for the running invocation (sim/node-async-hooks.ts). */
+let simulatedHooks: object | undefined;
 
 /** A Worker's module: each `instantiate` calls its factory anew, one fresh evaluation per run. */
 function workerModule(
@@ -84,6 +87,10 @@ function workerModule(
         if (specifier === "node:crypto" && Object.hasOwn(nodeModules, specifier)) {
           simulatedCrypto ??= simulatedNodeCrypto(nodeModules[specifier] as object);
           return simulatedCrypto;
+        }
+        if (specifier === "node:async_hooks" && Object.hasOwn(nodeModules, specifier)) {
+          simulatedHooks ??= simulatedAsyncHooks(nodeModules[specifier] as object);
+          return simulatedHooks;
         }
         if (specifier.startsWith("node:") && !NODE_MODULES_SIMULATED.has(specifier.slice("node:".length))) {
           throw refusedNodeModule(entry, specifier);
