@@ -127,7 +127,7 @@ export function renderReport(result: CheckResult, notes: readonly string[] = [])
 }
 
 /** The trace's line for a timer that fired, after the invocation's id (`sim/run.ts`). */
-const TIMER_FIRED = /^timer of \d+ ms fired$/;
+const TIMER_FIRED = /^(timer of \d+ ms|immediate) fired$/;
 const LATE_ANSWER = /^gets the answer of effect #\d+$/;
 
 /**

@@ -4,14 +4,16 @@
  * (workerd's nextTick is queueMicrotask, where Node runs every tick before any promise callback),
  * and a warning goes to the Worker's `warning` listeners without being printed: Node's printer
  * wrote `(node:<pid>) …` into the run's trace, another pid in every process. The expected trace is
- * what workerd (Miniflare 4.20260426) gives.
+ * what workerd (Miniflare 4.20260426) gives. `setImmediate` is a timer of 0 ms on the run's clock, so
+ * a binding call in flight answers before it fires, as in workerd, where the host's own ran first.
  */
 
 import { describe, expect, it } from "vitest";
 import { check } from "../src/index.ts";
 import { violated } from "./verdict.ts";
 
-const scenario = new URL("./fixtures/process-queue/ticks.sim.ts", import.meta.url).pathname;
+const fixture = (file: string) => new URL(`./fixtures/process-queue/${file}`, import.meta.url).pathname;
+const scenario = fixture("ticks.sim.ts");
 
 const LEAK =
   "Possible EventEmitter memory leak detected. 2 job listeners added to an EventEmitter. Use emitter.setMaxListeners() to increase limit";
@@ -22,6 +24,7 @@ describe("process.nextTick and process.emitWarning", () => {
     expect(result.trace).toEqual([
       "deliver req-1#1",
       `req-1#1 console.log: ${LEAK}`,
+      "req-1#1 immediate fired",
       "req-1#1 timer of 1 ms fired",
       `req-1#1 answered 200 ${JSON.stringify({
         order: [
@@ -58,4 +61,23 @@ describe("process.nextTick and process.emitWarning", () => {
     );
     expect(order).toEqual(["tick", "promise"]);
   });
+
+  it.each(["node", "workerd"] as const)(
+    "run an immediate after the answer of a binding call in flight, as workerd does (%s)",
+    async (runtime) => {
+      const result = violated(await check(fixture("immediate.sim.ts"), { runtime }));
+      const answer = result.trace.find((line) => line.startsWith("req-1#1 answered 200 "));
+      // What Miniflare 4.20260426 answers for the same Worker with a local D1.
+      expect(JSON.parse(answer?.slice("req-1#1 answered 200 ".length) ?? "null")).toEqual([
+        "tick",
+        "db",
+        "after db",
+        "db 2",
+        "immediate",
+        "timeout 0",
+        "after immediate",
+        "immediate in immediate",
+      ]);
+    },
+  );
 });

@@ -38,9 +38,16 @@ export interface DeterminismSource {
   processEnv?(): Record<string, string>;
   /**
    * A timer of the invocation that is running: `callback(...args)` after `ms` milliseconds of
-   * the run's clock, and every `ms` after that if `repeat`. Answers the timer's id.
+   * the run's clock, and every `ms` after that if `repeat`; `immediate` for a `setImmediate`
+   * (named so in the trace). Answers the timer's id.
    */
-  setTimer?(callback: (...args: unknown[]) => void, ms: number, args: unknown[], repeat: boolean): number;
+  setTimer?(
+    callback: (...args: unknown[]) => void,
+    ms: number,
+    args: unknown[],
+    repeat: boolean,
+    immediate?: boolean,
+  ): number;
   /** Cancels the run's timer `id`; ids it did not give (or gave and fired) are ignored. */
   clearTimer?(id: number): void;
   /**
@@ -98,6 +105,7 @@ const realMathRandom = Math.random.bind(Math);
 const realRandomUUID = crypto.randomUUID.bind(crypto);
 const realGetRandomValues = crypto.getRandomValues.bind(crypto);
 const realSetImmediate = globalThis.setImmediate;
+const realClearImmediate = globalThis.clearImmediate;
 const realSetTimeout = globalThis.setTimeout;
 const realSetInterval = globalThis.setInterval;
 const realClearTimeout = globalThis.clearTimeout;
@@ -313,6 +321,25 @@ function install(): void {
   globalThis.setInterval = timer(true, realSetInterval) as typeof setInterval;
   globalThis.clearTimeout = clear(realClearTimeout) as typeof clearTimeout;
   globalThis.clearInterval = clear(realClearInterval) as typeof clearInterval;
+  // `setImmediate` (Node.js compatibility's) is a timer of 0 ms on the run's clock: a binding
+  // call answers before it fires, as in workerd (Miniflare 4.20260426 runs a D1 call's answer, and
+  // the code after it, before an immediate set while the call was in flight), where the host's own
+  // would run at the host's next turn, before any answer the run loop gives.
+  if (typeof realSetImmediate === "function" && typeof realClearImmediate === "function") {
+    globalThis.setImmediate = function setImmediate(callback: unknown, ...args: unknown[]): unknown {
+      if (!source?.setTimer) return Reflect.apply(realSetImmediate, globalThis, [callback, ...args]);
+      if (typeof callback !== "function") {
+        throw new TypeError(`The "callback" argument must be of type function. Received ${typeof callback}`);
+      }
+      const bound = AsyncResource.bind(callback as (...a: unknown[]) => void);
+      return new RunImmediate(source.setTimer(bound, 0, args, false, true));
+    } as typeof setImmediate;
+    globalThis.clearImmediate = function clearImmediate(immediate: unknown): void {
+      if (immediate instanceof RunImmediate) source?.clearTimer?.(immediate.timer);
+      else Reflect.apply(realClearImmediate, globalThis, [immediate]);
+    } as typeof clearImmediate;
+    runImmediates.add(globalThis.setImmediate).add(globalThis.clearImmediate);
+  }
   // An abort given no reason has workerd's, whose message is not Node's.
   if (!IN_WORKERD) {
     const realAbort = AbortController.prototype.abort;
@@ -478,8 +505,11 @@ for (const [name, , simulated] of WEAK_REFERENCES) Object.defineProperty(simulat
  * active (a WeakRef without the collector): the platform's own, for a Worker's compatibility.
  */
 export function simulatedGlobal(value: unknown): boolean {
-  return value === SimWeakRef || value === SimRegistry;
+  return value === SimWeakRef || value === SimRegistry || runImmediates.has(value);
 }
+
+/** The simulation's `setImmediate` and `clearImmediate`, once `install` has put them in place. */
+const runImmediates = new Set<unknown>();
 
 /**
  * The global scope as workerd's, in both runtimes while a run is active: `self` is the global
@@ -759,6 +789,23 @@ function installProcessClock(): void {
     proc.uptime = () => (source ? 0 : realUptime.call(proc));
   } catch {
     // A runtime whose process clock cannot be replaced keeps its own (workerd's is the epoch's).
+  }
+}
+
+/** What `setImmediate` returns during a run: a handle on the run's timer, as Node's `Immediate`. */
+class RunImmediate {
+  constructor(readonly timer: number) {}
+  hasRef(): boolean {
+    return true;
+  }
+  ref(): this {
+    return this;
+  }
+  unref(): this {
+    return this;
+  }
+  [Symbol.dispose](): void {
+    globalThis.clearImmediate(this as unknown as NodeJS.Immediate);
   }
 }
 

@@ -97,6 +97,8 @@ interface Timer {
   readonly repeat: boolean;
   readonly callback: (...args: unknown[]) => void;
   readonly args: unknown[];
+  /** What the trace calls it: `timer of 5 ms`, or `immediate` for a `setImmediate`. */
+  readonly name: string;
 }
 
 /** A pending step of an interleaved run: what the engine is offered, and how to take it. */
@@ -365,12 +367,19 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     return true;
   }
 
-  setTimer(callback: (...args: unknown[]) => void, ms: number, args: unknown[], repeat: boolean): number {
+  setTimer(
+    callback: (...args: unknown[]) => void,
+    ms: number,
+    args: unknown[],
+    repeat: boolean,
+    immediate = false,
+  ): number {
     const owner = this.running;
     if (!owner) throw new Error(GLOBAL_SCOPE);
     const delayMs = Math.max(0, Math.floor(ms));
     const id = ++this.timerIds;
-    this.timers.set(id, { id, owner, dueMs: this.nowMs() + delayMs, delayMs, repeat, callback, args });
+    const name = immediate ? "immediate" : `timer of ${delayMs} ms`;
+    this.timers.set(id, { id, owner, dueMs: this.nowMs() + delayMs, delayMs, repeat, callback, args, name });
     owner.timers++;
     return id;
   }
@@ -440,7 +449,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     } else {
       this.clearTimer(timer.id);
     }
-    this.trace(`${timer.owner.id} timer of ${timer.delayMs} ms fired`);
+    this.trace(`${timer.owner.id} ${timer.name} fired`);
     this.resume(timer.owner);
     try {
       timer.callback(...timer.args);
@@ -795,7 +804,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     if (!timer || timer.dueMs > beforeMs) return undefined;
     return {
       option: {
-        label: `${timer.owner.id} timer of ${timer.delayMs} ms`,
+        label: `${timer.owner.id} ${timer.name}`,
         invocation: timer.owner.id,
         footprint: [],
       },
