@@ -17,6 +17,7 @@ import { absentGlobalNames, OPTIONAL_GLOBALS } from "../sim/compatibility.ts";
 import { withStateHook } from "../sim/module-state.ts";
 import { simulatedAsyncHooks } from "../sim/node-async-hooks.ts";
 import { simulatedNodeCrypto } from "../sim/node-crypto.ts";
+import { simulatedTimers } from "../sim/node-timers.ts";
 import {
   ABSENT_GLOBALS,
   evaluateWorker,
@@ -72,6 +73,8 @@ function nodeCrypto(): object {
 }
 
 let simulatedHooks: object | undefined;
+/** `node:timers` and `node:timers/promises` on the global timers (sim/node-timers.ts), made once. */
+let simulatedTimerModules: { timers: object; promises: object } | undefined;
 /** `node:async_hooks` with storages each run lets go of (sim/node-async-hooks.ts), made once. */
 function nodeAsyncHooks(): object {
   simulatedHooks ??= simulatedAsyncHooks(nodeRequire("node:async_hooks") as object);
@@ -273,6 +276,12 @@ export async function bundleWorker(entry: string, config?: BundleConfig): Promis
             throw refusedNodeModule(entry, specifier);
           if (specifier === "node:crypto") return nodeCrypto();
           if (specifier === "node:async_hooks") return nodeAsyncHooks();
+          if (specifier === "node:timers" || specifier === "node:timers/promises") {
+            simulatedTimerModules ??= simulatedTimers();
+            return specifier === "node:timers"
+              ? simulatedTimerModules.timers
+              : simulatedTimerModules.promises;
+          }
           return nodeRequire(specifier);
         }
         throw new InputError(entry, `imports ${specifier}, which eutaxy does not provide`);

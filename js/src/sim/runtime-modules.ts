@@ -35,6 +35,9 @@ export const NODE_MODULES_SIMULATED: ReadonlySet<string> = new Set([
   "stream/promises",
   "stream/web",
   "string_decoder",
+  // On the run's clock, through the global timers (node-timers.ts; workerd's use its globals).
+  "timers",
+  "timers/promises",
   "url",
   "util",
   "util/types",

@@ -18,6 +18,7 @@ import { thrownAt } from "../load/source-map.ts";
 import { simulating, uncaughtInPromise } from "../sim/globals.ts";
 import { simulatedAsyncHooks } from "../sim/node-async-hooks.ts";
 import { simulatedNodeCrypto } from "../sim/node-crypto.ts";
+import { simulatedTimers } from "../sim/node-timers.ts";
 import {
   evaluateWorker,
   type ModuleFactory,
@@ -67,6 +68,8 @@ function createEngine(wasm: WebAssembly.Module, config: EngineConfig): Engine {
 let simulatedCrypto: object | undefined;
 /** `node:async_hooks` whose snapshots run for the running invocation (sim/node-async-hooks.ts). */
 let simulatedHooks: object | undefined;
+/** `node:timers` and `node:timers/promises` on the global timers, which are the run's (sim/node-timers.ts). */
+let simulatedTimerModules: { timers: object; promises: object } | undefined;
 
 /** A Worker's module: each `instantiate` calls its factory anew, one fresh evaluation per run. */
 function workerModule(
@@ -87,6 +90,13 @@ function workerModule(
         if (specifier === "node:crypto" && Object.hasOwn(nodeModules, specifier)) {
           simulatedCrypto ??= simulatedNodeCrypto(nodeModules[specifier] as object);
           return simulatedCrypto;
+        }
+        if (
+          (specifier === "node:timers" || specifier === "node:timers/promises") &&
+          Object.hasOwn(nodeModules, specifier)
+        ) {
+          simulatedTimerModules ??= simulatedTimers();
+          return specifier === "node:timers" ? simulatedTimerModules.timers : simulatedTimerModules.promises;
         }
         if (specifier === "node:async_hooks" && Object.hasOwn(nodeModules, specifier)) {
           simulatedHooks ??= simulatedAsyncHooks(nodeModules[specifier] as object);
