@@ -48,6 +48,14 @@ describe("process.nextTick and process.emitWarning", () => {
     ]);
   });
 
+  it("leave no listener a run's Worker added to process behind it (node)", async () => {
+    const before = ["unhandledRejection", "warning"].map((name) => process.listenerCount(name));
+    const result = await check(fixture("listener.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+    expect(result.runs).toBeGreaterThan(5);
+    expect(["unhandledRejection", "warning"].map((name) => process.listenerCount(name))).toEqual(before);
+  });
+
   it("are Node's own outside a run", async () => {
     await check(scenario);
     const order: string[] = [];

@@ -112,6 +112,8 @@ const realClearTimeout = globalThis.clearTimeout;
 const realClearInterval = globalThis.clearInterval;
 const realFetch = globalThis.fetch;
 const realAbortSignalTimeout = AbortSignal.timeout.bind(AbortSignal);
+/** The host's `process`, none inside workerd. */
+const hostProcess = IN_WORKERD ? undefined : (globalThis as { process?: NodeJS.Process }).process;
 /** The host's own environment: while a run is active, `process.env` is the running Worker's. */
 const hostEnv = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
 const realScheduler = (globalThis as { scheduler?: { wait?: (...args: unknown[]) => unknown } }).scheduler;
@@ -180,8 +182,30 @@ export function activate(next: DeterminismSource): () => void {
   install();
   const previous = source;
   source = next;
+  const dropAdded = previous === undefined ? listenersAdded() : undefined;
   return () => {
     source = previous;
+    dropAdded?.();
+  };
+}
+
+/**
+ * What takes off, as a run ends, the listeners it added to the host's `process`: on the Node
+ * runtime a Worker's `process` is the host's, and a `process.on("unhandledRejection", …)` at its
+ * top level would stay there after its module instance went with its run, one more every run,
+ * until Node's listener limit printed its warning into some later run's trace.
+ */
+function listenersAdded(): (() => void) | undefined {
+  const proc = hostProcess;
+  if (IN_WORKERD || !proc) return undefined;
+  const before = new Map(proc.eventNames().map((name) => [name, new Set(proc.rawListeners(name))]));
+  return () => {
+    for (const name of proc.eventNames()) {
+      const had = before.get(name);
+      for (const listener of proc.rawListeners(name)) {
+        if (!had?.has(listener)) proc.removeListener(name, listener as (...args: unknown[]) => void);
+      }
+    }
   };
 }
 
