@@ -24,7 +24,7 @@
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import { inspect } from "node:util";
-import { real, simulating, uncaughtInPromise } from "./sim/globals.ts";
+import { hostListener, real, simulating, uncaughtInPromise } from "./sim/globals.ts";
 
 /** Runs `work` as part of a run: a rejection made in it, or in what it starts, is the Worker's. */
 export type InRun = <T>(work: () => T) => T;
@@ -102,6 +102,9 @@ function last(): void {
 }
 
 function attach(): void {
+  // Put back during a run (`last`), they are still eutaxy's, not the run's Worker's.
+  hostListener(first);
+  hostListener(last);
   process.prependListener("unhandledRejection", first);
   process.on("unhandledRejection", last);
 }

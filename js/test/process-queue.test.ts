@@ -51,7 +51,7 @@ describe("process.nextTick and process.emitWarning", () => {
   it("leave no listener a run's Worker added to process behind it (node)", async () => {
     const before = ["unhandledRejection", "warning"].map((name) => process.listenerCount(name));
     const result = await check(fixture("listener.sim.ts"));
-    expect(result.verdict).toBe("BOUNDED");
+    if (result.verdict !== "BOUNDED") throw new Error(`expected BOUNDED, got ${result.verdict}`);
     expect(result.runs).toBeGreaterThan(5);
     expect(["unhandledRejection", "warning"].map((name) => process.listenerCount(name))).toEqual(before);
   });

@@ -193,20 +193,43 @@ export function activate(next: DeterminismSource): () => void {
  * What takes off, as a run ends, the listeners it added to the host's `process`: on the Node
  * runtime a Worker's `process` is the host's, and a `process.on("unhandledRejection", …)` at its
  * top level would stay there after its module instance went with its run, one more every run,
- * until Node's listener limit printed its warning into some later run's trace.
+ * until Node's listener limit printed its warning into some later run's trace. The listeners are
+ * those `installProcessListeners` saw added while the run was active.
  */
 function listenersAdded(): (() => void) | undefined {
   const proc = hostProcess;
-  if (IN_WORKERD || !proc) return undefined;
-  const before = new Map(proc.eventNames().map((name) => [name, new Set(proc.rawListeners(name))]));
+  if (!proc) return undefined;
   return () => {
-    for (const name of proc.eventNames()) {
-      const had = before.get(name);
-      for (const listener of proc.rawListeners(name)) {
-        if (!had?.has(listener)) proc.removeListener(name, listener as (...args: unknown[]) => void);
-      }
-    }
+    for (const [name, listener] of addedListeners.splice(0)) proc.removeListener(name, listener);
   };
+}
+
+/** The listeners added to the host's `process` while a run is active, in the order added. */
+const addedListeners: [string | symbol, (...args: unknown[]) => void][] = [];
+
+/** The host's own listeners on `process`, which stay whenever they are added (`hostListener`). */
+const hostListeners = new WeakSet<object>();
+
+/** Marks `listener` as the host's own: added to `process` during a run, it stays after it. */
+export function hostListener<T extends object>(listener: T): T {
+  hostListeners.add(listener);
+  return listener;
+}
+
+/** Records every listener added to the host's `process` while a run is active (`listenersAdded`). */
+function installProcessListeners(): void {
+  const proc = hostProcess as (NodeJS.Process & Record<string, unknown>) | undefined;
+  if (!proc) return;
+  for (const method of ["on", "addListener", "once", "prependListener", "prependOnceListener"]) {
+    const platform = proc[method] as (...args: unknown[]) => unknown;
+    if (typeof platform !== "function") continue;
+    proc[method] = function (this: unknown, name: string | symbol, listener: (...args: unknown[]) => void) {
+      if (source && typeof listener === "function" && !hostListeners.has(listener)) {
+        addedListeners.push([name, listener]);
+      }
+      return Reflect.apply(platform, this, [name, listener]);
+    };
+  }
 }
 
 /**
@@ -318,7 +341,10 @@ function install(): void {
     // A runtime whose timeOrigin cannot be replaced has workerd's own (inside workerd, 0).
   }
   installProcessClock();
-  if (!IN_WORKERD) installProcessQueue();
+  if (!IN_WORKERD) {
+    installProcessQueue();
+    installProcessListeners();
+  }
 
   // Timers: the run's own while a run is active, so they fire on its clock, in its order. The
   // originals are called on the global object, as workerd requires of its timers.
