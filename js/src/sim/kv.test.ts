@@ -306,6 +306,23 @@ describe("expiration", () => {
     expect(kvRead(view, STORE, "long")).toBe("l");
     expect(kvKeys(view, STORE)).toEqual(["long"]);
   });
+
+  it("traces a read of an expired key with the time it expired", async () => {
+    const lines: string[] = [];
+    run = { ...run, tracing: true, trace: (line) => lines.push(line) };
+    const cache = kv();
+    await cache.put("lock", "held", { expirationTtl: 60 });
+    await cache.get("lock");
+    clockMs += 60_000;
+    await cache.get("lock");
+    await cache.get("never-put");
+    const expires = new Date((Math.floor((clockMs - 60_000) / 1000) + 60) * 1000).toISOString();
+    expect(lines.filter((line) => line.includes(" get "))).toEqual([
+      '  KV:CACHE get "lock" -> "held"',
+      `  KV:CACHE get "lock" -> null (expired ${expires})`,
+      '  KV:CACHE get "never-put" -> null',
+    ]);
+  });
 });
 
 describe("the final state a custom invariant reads (kvRead)", () => {

@@ -332,11 +332,15 @@ class SimKvNamespace {
     const answer = (stale: boolean) => {
       checkCacheTtl("GET", read.cacheTtl);
       const row = this.run.engine.d1Run(this.store, SELECT_ONE, [name], true).rows[0];
-      const entry = row && this.entryOf(row, stale, staleWindowMs(read.cacheTtl));
-      this.note(
-        () =>
-          `${method} ${JSON.stringify(name)} -> ${stale ? "stale: " : ""}${entry ? shownValue(entry.value) : "null"}`,
-      );
+      const seen = row && this.readOf(row, stale, staleWindowMs(read.cacheTtl));
+      const entry = seen && "value" in seen ? seen : undefined;
+      this.note(() => {
+        let shown = "null";
+        if (entry) shown = shownValue(entry.value);
+        else if (seen && "expiredAt" in seen)
+          shown = `null (expired ${new Date(seen.expiredAt * 1000).toISOString()})`;
+        return `${method} ${JSON.stringify(name)} -> ${stale ? "stale: " : ""}${shown}`;
+      });
       if (!entry) return { value: null, metadata: null, cacheStatus: null };
       return {
         value: decode(entry.value, read.type),
@@ -445,6 +449,20 @@ class SimKvNamespace {
 
   /** A row's entry as this read sees it, or undefined when the key reads as absent. */
   private entryOf(row: readonly unknown[], stale: boolean, windowMs: number): Entry | undefined {
+    const read = this.readOf(row, stale, windowMs);
+    return read && "value" in read ? read : undefined;
+  }
+
+  /**
+   * A row as this read sees it: its entry, undefined when the key is absent, or when it expired
+   * the second it expired at, which the trace names: a lock put with `expirationTtl` that reads
+   * as absent is otherwise hard to tell from one never put or deleted.
+   */
+  private readOf(
+    row: readonly unknown[],
+    stale: boolean,
+    windowMs: number,
+  ): Entry | { readonly expiredAt: number } | undefined {
     const nowMs = this.run.nowMs();
     const [, present, value, metadata, expiration, prevPresent, prevValue, prevMetadata, prevExpiration] =
       row;
@@ -456,7 +474,7 @@ class SimKvNamespace {
     if (!shown.present) return undefined;
     const expiresAt = shown.expiration === null ? null : Number(shown.expiration);
     // Expired keys read as absent ("Write key-value pairs": expiration takes precedence).
-    if (expiresAt !== null && expiresAt <= Math.floor(nowMs / 1000)) return undefined;
+    if (expiresAt !== null && expiresAt <= Math.floor(nowMs / 1000)) return { expiredAt: expiresAt };
     return {
       value:
         shown.value instanceof Uint8Array ? shown.value : new TextEncoder().encode(String(shown.value ?? "")),
