@@ -101,10 +101,11 @@ function last(): void {
   if (checks > 0 && !process.listeners("unhandledRejection").includes(first)) attach();
 }
 
+// Put back during a run (`last`), they are still eutaxy's, not the run's Worker's.
+hostListener(first);
+hostListener(last);
+
 function attach(): void {
-  // Put back during a run (`last`), they are still eutaxy's, not the run's Worker's.
-  hostListener(first);
-  hostListener(last);
   process.prependListener("unhandledRejection", first);
   process.on("unhandledRejection", last);
 }
