@@ -989,6 +989,7 @@ impl Check {
                         trace,
                         strategy: self.reported_strategy(),
                         shard: None,
+                        switched_after_runs: None,
                     },
                     None => Verdict::Held {
                         runs: 1,
@@ -1059,6 +1060,8 @@ impl Check {
             trace: best.trace.clone(),
             strategy: self.reported_strategy(),
             shard: self.config.shard,
+            // Exploration stops at the first violation, so one found after the switch was PCT's.
+            switched_after_runs: self.switched_after_runs,
         }
     }
 

@@ -219,6 +219,7 @@ mod tests {
             trace: vec![],
             strategy: Some(StrategyName::Exhaustive),
             shard: shard(index, count),
+            switched_after_runs: None,
         }
     }
 

@@ -95,6 +95,10 @@ pub enum Verdict {
         strategy: Option<StrategyName>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         shard: Option<Shard>,
+        /// With strategy `auto`, when it found the violation by PCT after switching: the
+        /// exhaustive runs made before the switch, which the clock decided.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        switched_after_runs: Option<u64>,
     },
     /// A replayed run in which no invariant broke.
     #[serde(rename_all = "camelCase")]

@@ -220,6 +220,8 @@ export type EngineVerdict =
        */
       readonly strategy?: StrategyName;
       readonly shard?: ShardSpec;
+      /** With strategy `auto`, found by PCT after switching: the exhaustive runs before the switch. */
+      readonly switchedAfterRuns?: number;
     }
   | { readonly kind: "held"; readonly runs: number; readonly runSeed: string; readonly trace: string[] };
 

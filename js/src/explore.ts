@@ -126,6 +126,12 @@ export type CheckResult = CheckHeader &
          */
         readonly notAsPrinted?: readonly string[];
         /**
+         * With strategy `auto`, when PCT found the violation after the switch: the exhaustive
+         * runs made before it. The clock decided the switch, so another machine may report
+         * another counterexample.
+         */
+        readonly switchedAfterRuns?: number;
+        /**
          * `platform-retries-cut`, when the counterexample's run had a retry Cloudflare would
          * make refused by `maxRedeliveries`: what broke may be what that retry would mend.
          */

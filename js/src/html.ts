@@ -17,7 +17,7 @@ import { faultMeaning, faultName } from "./html/faults.ts";
 import { renderStory } from "./html/story.ts";
 import { STYLE } from "./html/style.ts";
 import { parseTrace, type Statement, type Step } from "./html/trace.ts";
-import { notAProof, plural, REDUCTION_CAVEAT, ranOut, replayCommand, sampled } from "./report.ts";
+import { foundAfter, notAProof, plural, REDUCTION_CAVEAT, ranOut, replayCommand, sampled } from "./report.ts";
 
 export function renderHtml(result: CheckResult): string {
   switch (result.verdict) {
@@ -56,7 +56,7 @@ function violatedPage(result: Violated): string {
 <dt>Events kept</dt><dd>${esc(result.eventsKept.join(", ") || "none")}</dd>
 <dt>Run seed</dt><dd><code>${esc(result.runSeed)}</code></dd>
 <dt>Replay</dt><dd><code>${esc(replayCommand(result, result.runSeed))}</code></dd>
-<dt>Search</dt><dd>found after ${esc(plural(result.runs, "schedule"))} in ${esc(seconds(result.elapsedMs))}; shrunk in ${esc(plural(result.shrinkRuns, "run"))}</dd>
+<dt>Search</dt><dd>${esc(foundAfter(result))}; shrunk in ${esc(plural(result.shrinkRuns, "run"))}</dd>
 </dl>`;
   const story = renderStory(
     steps,

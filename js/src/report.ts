@@ -87,7 +87,7 @@ export function renderReport(result: CheckResult, notes: readonly string[] = [])
         // Shrinking runs the found schedule again at least once; a replay (--replay) shrinks nothing.
         result.shrinkRuns === 0
           ? `Replayed the run seed in ${seconds(result.elapsedMs)}.`
-          : `Found after ${plural(result.runs, "schedule")} in ${seconds(result.elapsedMs)}; shrunk in ${plural(result.shrinkRuns, "run")}.`,
+          : `F${foundAfter(result).slice(1)}; shrunk in ${plural(result.shrinkRuns, "run")}.`,
         ...notAsPrintedParagraph(result.trace),
         ...renderWarnings(result),
       ].join("\n");
@@ -124,6 +124,16 @@ export function renderReport(result: CheckResult, notes: readonly string[] = [])
         ...notAsPrintedParagraph(result.trace),
       ].join("\n");
   }
+}
+
+/**
+ * How the search came to the violation, in lower case. After `auto` switched to PCT, the line says so: the
+ * clock chose the moment, so a faster or busier machine may report another counterexample.
+ */
+export function foundAfter(result: Extract<CheckResult, { verdict: "VIOLATED" }>): string {
+  const found = `found after ${plural(result.runs, "schedule")} in ${seconds(result.elapsedMs)}`;
+  if (result.switchedAfterRuns === undefined) return found;
+  return `${found}, by PCT sampling: after ${plural(result.switchedAfterRuns, "exhaustive run")}, the tree looked far larger than the budget covers and auto switched (by the clock, so another machine may find another counterexample; the run seed replays this one anywhere)`;
 }
 
 /** The trace's line for a timer that fired, after the invocation's id (`sim/run.ts`). */

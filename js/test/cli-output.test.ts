@@ -622,6 +622,33 @@ describe("the steps of a long interleaved counterexample", () => {
   });
 });
 
+describe("how the search came to a violation", () => {
+  it("says when auto had switched to PCT, whose moment the clock chose", () => {
+    const violated = (extra: Record<string, unknown>) =>
+      renderReport({
+        verdict: "VIOLATED",
+        scenario: "race",
+        file: "/x/race.sim.ts",
+        seed: "race",
+        bounds: { maxFaultsPerRun: 1, maxRedeliveries: 0, maxConcurrentInvocations: 2, budgetMs: 10_000 },
+        elapsedMs: 7_200,
+        runs: 5_130,
+        shrinkRuns: 12,
+        invariant: "counted",
+        message: "one visit lost",
+        runSeed: "1:1,2:-:0:1.1@1=2.1",
+        eventsKept: ["req-1", "req-2"],
+        faults: [],
+        trace: ["deliver req-1#1", "deliver req-2#1"],
+        ...extra,
+      } as never);
+    expect(violated({ switchedAfterRuns: 4_410 })).toContain(
+      "Found after 5130 schedules in 7.2 s, by PCT sampling: after 4410 exhaustive runs, the tree looked far larger than the budget covers and auto switched (by the clock, so another machine may find another counterexample; the run seed replays this one anywhere); shrunk in 12 runs.",
+    );
+    expect(violated({})).toContain("Found after 5130 schedules in 7.2 s; shrunk in 12 runs.");
+  });
+});
+
 describe("a callee that goes on after its caller stopped waiting for it", () => {
   it("is named again where its steps come back, one request at a time too", () => {
     // The caller's 2 s deadline fired while its callee waited on a slow provider; the caller

@@ -482,6 +482,49 @@ fn auto_switches_to_pct_when_the_tree_is_too_large() {
 }
 
 #[test]
+fn a_violation_found_after_auto_switched_says_so() {
+    // The race of the first two deliveries needs both checks before either insert, which
+    // depth-first search reaches only after the later deliveries' orders: in a budget of 40
+    // runs, auto judges the tree too large at 27 and PCT finds the race.
+    let effects = vec![
+        check_then_insert(),
+        check_then_insert(),
+        read_then_write("accounts"),
+        read_then_write("accounts"),
+    ];
+    let mut auto = with_unique(config(4, 2, 0));
+    auto.strategy = StrategyKind::Auto;
+    auto.runs_max = 40;
+    let (_, verdict) = explore(effects.clone(), auto, true);
+    let Verdict::Violated {
+        strategy: Some(StrategyName::Pct),
+        switched_after_runs: Some(switched),
+        runs,
+        ..
+    } = verdict
+    else {
+        panic!("expected PCT to find the race after the switch, got {verdict:?}");
+    };
+    assert_eq!(switched, 27);
+    assert!(switched < runs, "{switched} of {runs}");
+    // Found before any switch, the verdict says none.
+    let mut exhaustive = with_unique(config(2, 0, 0));
+    exhaustive.strategy = StrategyKind::Auto;
+    let (_, verdict) = explore(effects[..2].to_vec(), exhaustive, true);
+    assert!(
+        matches!(
+            verdict,
+            Verdict::Violated {
+                strategy: Some(StrategyName::Exhaustive),
+                switched_after_runs: None,
+                ..
+            }
+        ),
+        "{verdict:?}"
+    );
+}
+
+#[test]
 fn concurrency_misuse_is_reported() {
     let effects = vec![check_then_insert(), check_then_insert()];
     // choose without concurrency.
