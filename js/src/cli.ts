@@ -18,7 +18,13 @@ import { BUDGET_MS_MAX, loadScenario, SCENARIO_FILE } from "./load/scenario.ts";
 import { type MergedResult, mergeResults, shortfall } from "./merge.ts";
 import { checkParallel, renderParallelReport, WORKERS_MAX } from "./parallel.ts";
 import { progressLine } from "./progress.ts";
-import { describeBounds, REDUCTION_CAVEAT, renderReport, renderWarnings } from "./report.ts";
+import {
+  describeBounds,
+  REDUCTION_CAVEAT,
+  renderReport,
+  renderWarnings,
+  stepByStepCommand,
+} from "./report.ts";
 import { renderCounterexample, renderReplay } from "./trace.ts";
 
 interface OptionSpec {
@@ -397,7 +403,7 @@ async function run({ command, scenario, options, workers, values }: Request): Pr
       const xml = renderJunit(
         result,
         declared.invariants.map((inv) => inv.name),
-        (runSeed) => `eutaxy replay ${shown(result.file)} ${runSeed}`,
+        (runSeed) => stepByStepCommand(result, runSeed),
       );
       if (!writeReport(values.junit, "--junit", xml)) return ExitCode.BadInput;
     }

@@ -61,6 +61,11 @@ export function replayCommand(result: CheckResult, runSeed: string): string {
   return `eutaxy check ${shown(result.file)} --replay ${runSeed}`;
 }
 
+/** The shell command that prints a run seed's run step by step. */
+export function stepByStepCommand(result: CheckResult, runSeed: string): string {
+  return `eutaxy replay ${shown(result.file)} ${runSeed}`;
+}
+
 /**
  * The report; `notes` are lines a caller adds after the verdict's own lines and before its
  * warnings (how a parallel check was split).

@@ -21,7 +21,7 @@ import { fileURLToPath } from "node:url";
 import { expect, test } from "vitest";
 import { type CheckOptions, type CheckResult, check } from "./check.ts";
 import { InputError, SimulationError } from "./errors.ts";
-import { renderReport } from "./report.ts";
+import { renderReport, stepByStepCommand } from "./report.ts";
 
 /** What the matchers add to vitest's `expect(result)`. */
 export interface EutaxyMatchers<R = unknown> {
@@ -61,9 +61,20 @@ interface MatcherOutcome {
   readonly message: () => string;
 }
 
-/** A failed matcher's message: one line saying what was expected, then the check's report. */
+/**
+ * A failed matcher's message: one line saying what was expected, then the check's report and,
+ * for a violation, the command that prints its run step by step.
+ */
 function failure(expected: string, result: CheckResult): string {
-  return `expected the check to be ${expected}, but it is ${result.verdict}:\n\n${renderReport(result)}`;
+  return `expected the check to be ${expected}, but it is ${result.verdict}:\n\n${reported(result)}`;
+}
+
+/** The check's report, with the command that prints a violation's run step by step. */
+function reported(result: CheckResult): string {
+  const report = renderReport(result);
+  return result.verdict === "VIOLATED"
+    ? `${report}\nStep by step: ${stepByStepCommand(result, result.runSeed)}`
+    : report;
 }
 
 /**
@@ -104,7 +115,7 @@ export const eutaxyMatchers = {
       pass: result.verdict === "BOUNDED",
       message: () =>
         this.isNot
-          ? `expected the check not to be BOUNDED, but it is:\n\n${renderReport(result)}`
+          ? `expected the check not to be BOUNDED, but it is:\n\n${reported(result)}`
           : failure("BOUNDED", result),
     };
   },
@@ -116,14 +127,14 @@ export const eutaxyMatchers = {
       return {
         pass: false,
         message: () =>
-          `expected the check to break invariant ${invariant}, but it broke ${result.invariant}:\n\n${renderReport(result)}`,
+          `expected the check to break invariant ${invariant}, but it broke ${result.invariant}:\n\n${reported(result)}`,
       };
     }
     return {
       pass: result.verdict === "VIOLATED",
       message: () =>
         this.isNot
-          ? `expected the check not to be ${wanted}, but it is:\n\n${renderReport(result)}`
+          ? `expected the check not to be ${wanted}, but it is:\n\n${reported(result)}`
           : failure(wanted, result),
     };
   },
@@ -134,7 +145,7 @@ export const eutaxyMatchers = {
       pass: result.verdict === "BOUNDED" || result.verdict === "HELD",
       message: () =>
         this.isNot
-          ? `expected an invariant to break, but the check is ${result.verdict}:\n\n${renderReport(result)}`
+          ? `expected an invariant to break, but the check is ${result.verdict}:\n\n${reported(result)}`
           : failure("BOUNDED (or HELD, for a replay)", result),
     };
   },

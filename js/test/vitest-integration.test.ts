@@ -48,11 +48,13 @@ describe("the matchers on a VIOLATED check", () => {
     expect(result).not.toHold();
   });
 
-  it("fail toBeBounded with the report, including the command that replays the schedule", async () => {
+  it("fail toBeBounded with the report, the command that replays the schedule and the one that prints it", async () => {
     const result = await checkScenario(planted);
     if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
     const message = failureOf(() => expect(result).toBeBounded());
-    expect(message).toBe(`expected the check to be BOUNDED, but it is VIOLATED:\n\n${renderReport(result)}`);
+    expect(message).toBe(
+      `expected the check to be BOUNDED, but it is VIOLATED:\n\n${renderReport(result)}\nStep by step: eutaxy replay examples/vitest/signup.sim.ts ${result.runSeed}`,
+    );
     expect(message).toContain(
       `Invariant ${INVARIANT} is violated: grace@example.com was answered 409, but was never sent the welcome mail`,
     );
