@@ -306,7 +306,7 @@ export function renderWarnings(result: { readonly warnings?: readonly CheckWarni
 
 /** What BOUNDED under partial-order reduction rests on, said after such a verdict. */
 export const REDUCTION_CAVEAT =
-  "Interleavings that only reorder independent calls ran once (partial-order reduction), and no run changed a module-level variable of the Workers' own files, which the reduction cannot see; state a library keeps inside its own objects is not watched, and --no-reduction runs every interleaving.";
+  "Interleavings that only reorder independent calls ran once (partial-order reduction), and no run changed a module-level variable of the Workers' own files, which the reduction cannot see; state a library keeps inside its own objects is not watched (nor which request built a client kept in a variable), and --no-reduction runs every interleaving.";
 
 export function describeBounds(result: Pick<CheckResult, "bounds">): string {
   const b = result.bounds;

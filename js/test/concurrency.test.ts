@@ -508,6 +508,18 @@ describe("module-level state, which partial-order reduction cannot see", () => {
     expect(renderReport(fixed)).not.toContain("(partial-order reduction)");
   });
 
+  it("leaves the reduction on for a library's client kept in a variable by the first request", async () => {
+    // `db ??= drizzle(env.DB)`: which request built the client makes no difference.
+    const race = violated(await check(numbering("numbering.client.sim.ts")));
+    expect(race.message).toBe("2 rows of log in D1:DB share n = 1");
+    const fixed = await check(numbering("numbering.client.fixed.sim.ts"));
+    const full = await check(numbering("numbering.client.fixed.sim.ts"), { partialOrderReduction: false });
+    if (fixed.verdict !== "BOUNDED" || full.verdict !== "BOUNDED") throw new Error("expected BOUNDED");
+    expect(fixed.partialOrderReduction).toBe(true);
+    expect(fixed).not.toHaveProperty("warnings");
+    expect(fixed.runs).toBeLessThan(full.runs);
+  });
+
   it("leaves the reduction on for a Worker that keeps no module state", async () => {
     const result = await check(example("signup-race/signup.fixed.sim.ts"));
     expect(result.verdict === "BOUNDED" && result.partialOrderReduction).toBe(true);

@@ -21,13 +21,16 @@ const BUNDLE = [
   'var locks = new Map([["export", { held: false }]]);',
   "var lazy = { get value() { reads.count++; return 1; } };",
   "var router = new Router();",
+  "var client;",
+  "var pending;",
+  "var handler;",
   "var Thing = class {",
   "  static made = 0;",
   "};",
   "var text = `",
   "var notAVariable = 1;",
   "`;",
-  'module.exports = { flip: () => { const l = locks.get("export"); l.held = !l.held; }, reads: () => reads.count, count: () => count, bump: () => { count++; }, see: (x) => seen.add(x), route: () => router.match(), make: () => { Thing.made++; } };',
+  'module.exports = { flip: () => { const l = locks.get("export"); l.held = !l.held; }, reads: () => reads.count, count: () => count, bump: () => { count++; }, see: (x) => seen.add(x), route: () => router.match(), make: () => { Thing.made++; }, connect: () => { client ??= new Router(); }, reconnect: () => { client = new Router(); }, load: () => { pending ??= Promise.resolve(1); }, handle: () => { handler ??= () => 1; } };',
 ].join("\n");
 
 /** Evaluates `BUNDLE` with its hook as a Worker's factory is evaluated: its exports and its reader. */
@@ -130,6 +133,9 @@ describe("withStateHook", () => {
       "locks",
       "lazy",
       "router",
+      "client",
+      "pending",
+      "handler",
       "Thing",
       "text",
       "notAVariable",
@@ -176,6 +182,24 @@ describe("ModuleStateWatch", () => {
     const { exports, watch } = watching();
     expect(watch.changed()).toBeUndefined();
     expect(exports.reads?.()).toBe(0);
+  });
+
+  it("takes a library's object built on first use for one built at load, until it is replaced", () => {
+    const { exports, watch } = watching();
+    exports.connect?.();
+    expect(watch.changed()).toBeUndefined();
+    exports.connect?.();
+    expect(watch.changed()).toBeUndefined();
+    exports.reconnect?.();
+    expect(watch.changed()).toEqual({ worker: "w", variable: "client", file: "src/index.ts" });
+  });
+
+  it("sees a promise or a function kept on first use: later requests share what it holds", () => {
+    const { exports, watch } = watching();
+    exports.load?.();
+    expect(watch.changed()).toEqual({ worker: "w", variable: "pending", file: "src/index.ts" });
+    exports.handle?.();
+    expect(watch.changed()).toEqual({ worker: "w", variable: "handler", file: "src/index.ts" });
   });
 
   it("leaves the insides of a library's object to the library", () => {

@@ -246,22 +246,42 @@ export class ModuleStateWatch {
     }
   }
 
-  /** The first variable the last step changed, at any depth of the Worker's own data. */
+  /**
+   * The first variable the last step changed, at any depth of the Worker's own data. A variable
+   * given a library's object where it held nothing (`db ??= drizzle(env.DB)`, a client or router
+   * built on the first request) is not a change: its insides are the library's, as they are when
+   * the module builds it at load, and which request built it makes no other difference the
+   * watch could see. Given another value after that, it is a change. A promise is a change
+   * (`pending ??= load()` makes later requests wait on the first one's work), and so is a
+   * function, whose closure may hold state.
+   */
   changed(): ModuleStateChange | undefined {
     for (const module of this.modules) {
       const before = module.last;
+      const beforeEnds = module.ends;
       if (!this.snapshot(module)) continue;
       const now = module.last;
-      let at = 0;
-      while (at < now.length && at < before.length && Object.is(now[at], before[at])) at++;
-      if (at === now.length && at === before.length) continue;
-      const found = module.ends.findIndex((end) => at < end);
-      const variable = found < 0 ? module.reader.names.length - 1 : found;
-      return {
-        worker: module.worker,
-        variable: module.reader.names[variable] as string,
-        file: module.reader.files?.[variable] || undefined,
-      };
+      let from = 0;
+      let fromBefore = 0;
+      for (let variable = 0; variable < module.ends.length; variable++) {
+        const to = module.ends[variable] as number;
+        const toBefore = beforeEnds[variable] ?? before.length;
+        const same = sameValues(now, from, to, before, fromBefore, toBefore);
+        const built =
+          !same &&
+          to - from === 1 &&
+          toBefore - fromBefore === 1 &&
+          builtOnFirstUse(before[fromBefore], now[from]);
+        if (!same && !built) {
+          return {
+            worker: module.worker,
+            variable: module.reader.names[variable] as string,
+            file: module.reader.files?.[variable] || undefined,
+          };
+        }
+        from = to;
+        fromBefore = toBefore;
+      }
     }
     return undefined;
   }
@@ -337,6 +357,29 @@ function flatten(
       else out.push(descriptor.get);
     }
     out.push(keys);
+  }
+}
+
+/** Whether `a` from `fromA` to `toA` holds the same values as `b` from `fromB` to `toB`. */
+function sameValues(a: unknown[], fromA: number, toA: number, b: unknown[], fromB: number, toB: number): boolean {
+  if (toA - fromA !== toB - fromB) return false;
+  for (let i = 0; i < toA - fromA; i++) if (!Object.is(a[fromA + i], b[fromB + i])) return false;
+  return true;
+}
+
+/**
+ * Whether a variable that held `before` and holds `now` was given a library's object where it
+ * held nothing. `now` flattened to itself alone, so it is an object of none of the Worker's own
+ * kinds (see `ownData`).
+ */
+function builtOnFirstUse(before: unknown, now: unknown): boolean {
+  if (before !== undefined && before !== null) return false;
+  if (typeof now !== "object" || now === null) return false;
+  // Not `then` read off the object: a library's proxy would run its code for it.
+  try {
+    return !(now instanceof Promise);
+  } catch {
+    return false;
   }
 }
 
