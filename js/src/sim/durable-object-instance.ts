@@ -592,7 +592,10 @@ function alarmHooks(run: RunContext, slot: ObjectSlot): StorageHooks {
     requireAlarmHandler: () => {
       const prototype = (objectClass(run, slot.namespace) as { prototype?: Instance }).prototype;
       if (typeof prototype?.alarm !== "function") {
-        throw new Error("Your Durable Object class must have an alarm() handler in order to call setAlarm()");
+        // workerd throws a TypeError (Miniflare 4.20260426).
+        throw new TypeError(
+          "Your Durable Object class must have an alarm() handler in order to call setAlarm()",
+        );
       }
     },
     runningAlarm: () => slot.runningAlarm,
