@@ -22,6 +22,13 @@ describe("answered()", () => {
     expect(result.trace.join("\n")).toContain("req-1#2 answered 409");
   });
 
+  it("says which exception a 500 answered, as the runtime's answer to it has no body", async () => {
+    const result = violated(await check(fixture("deadlock/deadlock.sim.ts")));
+    expect(result.message).toBe(
+      "req-1#1 was answered 500, not 2xx: its handler threw Error: A call to blockConcurrencyWhile() in a Durable Object waited for too long. The call was canceled and the Durable Object was reset.",
+    );
+  });
+
   it("does not count a resend the bounds refused as a missing answer", async () => {
     const result = await check(fixture("signup.bounded.sim.ts"));
     expect(result.verdict).toBe("BOUNDED");

@@ -10,6 +10,7 @@ import { type RunContext, statusMatches } from "../sim/context.ts";
 import { callHandler } from "../sim/handlers.ts";
 import { incomingRequest } from "../sim/immutable-headers.ts";
 import type { Invocation } from "../sim/invocation.ts";
+import { summarize } from "../sim/run.ts";
 import { UNCAUGHT } from "../trace.ts";
 import { DELIVERY_ORDER, type SimEvent } from "./event.ts";
 import { requestCf } from "./request-cf.ts";
@@ -76,7 +77,14 @@ async function deliverRequest(
     const resends = delivery <= retries && (status === 0 || resendOn.some((on) => statusMatches(status, on)));
     const resent = resends && run.engine.redeliver(index, delivery + 1);
     const unfinished = resends && !resent;
-    run.respond({ event: id, delivery, status, body, ...(unfinished ? { unfinished } : {}) });
+    run.respond({
+      event: id,
+      delivery,
+      status,
+      body,
+      ...(outcome.kind === "threw" ? { error: thrown(outcome.error) } : {}),
+      ...(unfinished ? { unfinished } : {}),
+    });
     if (!resent) return;
   }
 }
@@ -146,4 +154,11 @@ function requestParts(spec: HttpRequestSpec): RequestParts {
   // fetch() hands a redirect back to its client instead of following it.
   const init: RequestInit = { method, headers, redirect: "manual", ...(body === undefined ? {} : { body }) };
   return { path: spec.path, init, cf: spec.cf };
+}
+
+/** An uncaught exception as `state.responses` gives it: its first line, `Error: …`. */
+function thrown(error: unknown): string {
+  const text =
+    error instanceof Error ? `${error.name}: ${error.message}` : `a non-Error value: ${summarize(error)}`;
+  return text.split("\n")[0] ?? text;
 }

@@ -66,6 +66,11 @@ export interface ClientResponse {
   /** 0 when the delivery died without an answer. */
   readonly status: number;
   readonly body: string;
+  /**
+   * For the 500 the runtime answers an uncaught exception with: the exception (`Error: …`),
+   * which its empty body does not say.
+   */
+  readonly error?: string;
   /** No answer, retries left, and no resend within the check's bounds (see `FinalState`). */
   readonly unfinished?: true;
 }

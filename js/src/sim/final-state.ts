@@ -261,7 +261,10 @@ function unanswered(responses: readonly ClientResponse[], status: string): strin
     if (statusMatches(response.status, status) || response.unfinished) continue;
     return response.status === 0
       ? `${event} got no answer after ${response.delivery} deliveries`
-      : `${event}#${response.delivery} was answered ${response.status}, not ${status}${bodyShown(response.body)}`;
+      : `${event}#${response.delivery} was answered ${response.status}, not ${status}${
+          // The runtime's 500 for an uncaught exception has no body: the exception says why.
+          response.error === undefined ? bodyShown(response.body) : `: its handler threw ${response.error}`
+        }`;
   }
   return undefined;
 }
