@@ -8,9 +8,11 @@
  * open: the texts of `one()`'s errors and of the refusal of transaction statements, names
  * starting `_cf_` being reserved, integers coming back as numbers and BLOBs as ArrayBuffers.
  *
- * Differences from production, all in what a Worker cannot rely on:
+ * Differences from production:
  * - Statements run to completion inside `exec`; the cursor walks rows already read. workerd
- *   steps lazily, so its `rowsRead` grows as the cursor advances; here it is final at once. And a
+ *   steps lazily, one row ahead, so its `rowsRead` grows as the cursor advances (here it is final
+ *   at once), and a row written while a cursor is being read (by the loop, or by another request
+ *   during an `await` in it) may be seen there and is not here (docs/fidelity.md). And a
  *   write with `RETURNING` whose cursor is left unread keeps its statement open in workerd, which
  *   fails the turn's commit and resets the object (docs/fidelity.md); here the write stands.
  * - With several statements in one `exec`, every statement runs and the cursor is over the last,
