@@ -340,14 +340,21 @@ describe("delivery through check()", () => {
       { kind: "crash_before", invocation: "batch-1#1", effect: 0, label: "Queue:jobs ack" },
     ]);
     const story = result.trace.filter((line) => !line.startsWith("  "));
+    // Which message each delivery got, and why it came again: the handler had returned, and the
+    // acknowledgement was what the invocation died before.
+    const id = /^batch-1#1 gets message ([0-9a-f]{32}),/.exec(story[2] ?? "")?.[1];
+    expect(id).toBeDefined();
     expect(story).toEqual([
       "msg-1 sent to queue jobs",
       "deliver batch-1#1",
+      `batch-1#1 gets message ${id}, attempt 1 of 3: {"op":"quiet","key":"q"}`,
       "batch-1#1 effect #0 Queue:jobs ack: crash_before",
       "batch-1#1 died",
       "batch-1#1 failed on queue jobs: acked 0, retried 1",
+      `batch-1#1 retries message ${id} (attempt 2 of 3 next): the handler returned, but the invocation died before its acknowledgement reached the queue`,
       "redeliver batch-1#2",
       "deliver batch-1#2",
+      `batch-1#2 gets message ${id}, attempt 2 of 3: {"op":"quiet","key":"q"}`,
       "batch-1#2 effect #0 D1:DB run: proceed",
       "batch-1#2 effect #1 Queue:jobs ack: proceed",
       "batch-1#2 succeeded on queue jobs: acked 1, retried 0",
@@ -356,5 +363,30 @@ describe("delivery through check()", () => {
     const replayed = await check(fixture("lost-ack.sim.ts"), { replay: result.runSeed });
     if (replayed.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${replayed.verdict}`);
     expect(replayed.trace).toEqual(result.trace);
+  });
+
+  it("says which message each delivery got, and why each one not acknowledged comes back or goes", async () => {
+    const result = await check(fixture("fates.sim.ts"));
+    if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
+    const idOf = (key: string): string => {
+      const line = result.trace.find(
+        (l) => l.startsWith("batch-1#1 gets message") && l.includes(`"key":"${key}"`),
+      );
+      return /gets message ([0-9a-f]{32})/.exec(line ?? "")?.[1] ?? `no message ${key}`;
+    };
+    const [b, c] = [idOf("b"), idOf("c")];
+    const fates = result.trace.filter((l) => / (retries|dead-letters|drops) message /.test(l));
+    expect(fates).toEqual([
+      // b's own retry() is why it comes back first; then it shares c's failures: handled but
+      // never acknowledged, it is dead-lettered beside c.
+      `batch-1#1 retries message ${b} (attempt 2 of 3 next): retry() was called on it`,
+      `batch-1#1 retries message ${c} (attempt 2 of 3 next): the handler threw`,
+      `batch-1#2 retries message ${b} (attempt 3 of 3 next): the handler threw`,
+      `batch-1#2 retries message ${c} (attempt 3 of 3 next): the handler threw`,
+      `batch-1#3 dead-letters message ${b} to jobs-dlq after attempt 3 of 3 (max_retries 2): the handler threw`,
+      `batch-1#3 dead-letters message ${c} to jobs-dlq after attempt 3 of 3 (max_retries 2): the handler threw`,
+    ]);
+    // The dead letter queue's consumer (max_retries 0) gets c under its id, as a first attempt.
+    expect(result.trace).toContain(`batch-2#1 gets message ${c}, attempt 1 of 1: {"op":"throw","key":"c"}`);
   });
 });

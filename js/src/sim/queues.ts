@@ -478,7 +478,7 @@ async function deliverLeased(
   const metrics = backlog(engine, queue.store);
   const result = new BatchResult();
 
-  await run.deliver(id, {
+  const outcome = await run.deliver(id, {
     worker: consumer.worker,
     work: `batch of queue ${queue.name}`,
     body: async (ctx, env, invocation) => {
@@ -489,6 +489,7 @@ async function deliverLeased(
           `${id} waited ${waitedMs / 1000} s for its messages' ${delivery > 1 ? "retry " : ""}delay to pass`,
         );
       }
+      if (run.tracing) traceMessages(run, id, messages, consumer.settings.maxRetries);
       const batch = messageBatch(queue.name, messages, metrics, result);
       const waits: Promise<unknown>[] = [];
       const handlerCtx: ExecutionContextLike = {
@@ -500,15 +501,17 @@ async function deliverLeased(
         props: ctx.props,
       };
       await callHandler(run, consumer.worker, undefined, "queue", batch, env, handlerCtx);
+      result.stage = "waitUntil";
       // The batch succeeds once the handler and every waitUntil promise have resolved (docs).
       for (let i = 0; i < waits.length && i < WAIT_UNTIL_MAX; i++) await waits[i];
+      result.stage = "ack";
       await ackEffect(run, queue, invocation, id, messages, result);
     },
   });
   if (!result.reported) {
     // The queue never heard of a success: the handler threw or the invocation died. Explicit
     // acks (and ackAll) still hold, as the docs promise "even if your queue consumer fails".
-    settle(run, queue, id, messages, result, false);
+    settle(run, queue, id, messages, result, false, whyFailed(outcome.kind, result.stage));
   }
   const [owed, waiting] = engine.d1Run(
     queue.store,
@@ -555,7 +558,7 @@ function ackEffect(
     `Queue:${queue.name} ack`,
     () => {
       result.reported = true;
-      settle(run, queue, id, messages, result, true);
+      settle(run, queue, id, messages, result, true, undefined);
     },
     { footprint: () => settlesQueue(run, queue) },
   );
@@ -596,6 +599,61 @@ class BatchResult {
   retryAll: { delaySeconds: number | undefined } | undefined;
   /** Set when the ack effect ran: the queue heard the batch's outcome. */
   reported = false;
+  /** How far the delivery got, to say why a batch the queue never heard of failed. */
+  stage: "handler" | "waitUntil" | "ack" = "handler";
+}
+
+/** Why a batch failed, for the trace: how its invocation ended, and where it was then. */
+function whyFailed(ended: "returned" | "threw" | "died", stage: BatchResult["stage"]): string {
+  if (ended === "threw") {
+    return stage === "handler" ? "the handler threw" : "a promise it passed to waitUntil rejected";
+  }
+  if (stage === "ack") {
+    return "the handler returned, but the invocation died before its acknowledgement reached the queue";
+  }
+  return stage === "handler"
+    ? "the invocation died before the handler returned"
+    : "the invocation died before its waitUntil promises settled";
+}
+
+/** Messages a trace line lists one by one; a larger batch's others are counted. */
+const TRACED_MESSAGES_MAX = 10;
+/** Characters of a message's body a trace line shows. */
+const TRACED_BODY_MAX = 200;
+
+/**
+ * Says which messages a delivery gets (`batch-1#2 gets message 5f…, attempt 2 of 4: {"id":7}`),
+ * so that a redelivery in a trace names what came again, not only the batch it came in.
+ */
+function traceMessages(
+  run: RunContext,
+  id: string,
+  messages: readonly StoredMessage[],
+  maxRetries: number,
+): void {
+  for (const m of messages.slice(0, TRACED_MESSAGES_MAX)) {
+    run.trace(`${id} gets message ${m.id}, attempt ${m.attempts} of ${maxRetries + 1}: ${shownBody(m)}`);
+  }
+  if (messages.length > TRACED_MESSAGES_MAX) {
+    run.trace(`${id} gets ${messages.length - TRACED_MESSAGES_MAX} more messages`);
+  }
+}
+
+/** A message's body as a trace shows it: its JSON, cut short; bytes by their count. */
+function shownBody(m: StoredMessage): string {
+  let text: string;
+  if (m.contentType === "bytes") {
+    text = `${m.body.length} bytes`;
+  } else if (m.contentType === "json") {
+    text = decoder.decode(m.body);
+  } else {
+    try {
+      text = JSON.stringify(deserialize(m.body, m.contentType)) ?? String(deserialize(m.body, m.contentType));
+    } catch {
+      text = `a ${m.contentType} body of ${m.body.length} bytes`;
+    }
+  }
+  return text.length > TRACED_BODY_MAX ? `${text.slice(0, TRACED_BODY_MAX)}…` : text;
 }
 
 function messageBatch(
@@ -640,8 +698,8 @@ function messageBatch(
 /**
  * Applies a batch's outcome to the store. `succeeded`: the handler returned and the queue heard
  * it, so messages nobody retried are acknowledged; otherwise every message not explicitly
- * acknowledged is retried. A retried message out of retries (its deliveries exceed
- * `max_retries`) goes to the dead letter queue, or is dropped without one.
+ * acknowledged is retried, for the reason `failure` gives. A retried message out of retries (its
+ * deliveries exceed `max_retries`) goes to the dead letter queue, or is dropped without one.
  */
 function settle(
   run: RunContext,
@@ -650,6 +708,7 @@ function settle(
   messages: readonly StoredMessage[],
   result: BatchResult,
   succeeded: boolean,
+  failure: string | undefined,
 ): void {
   const consumer = queue.consumer;
   if (!consumer) return;
@@ -713,6 +772,33 @@ function settle(
     parts.push(dlq ? `dead-lettered ${exhausted.length} to ${dlq.name}` : `dropped ${exhausted.length}`);
   }
   run.trace(`${id} ${succeeded ? "succeeded" : "failed"} on queue ${queue.name}: ${parts.join(", ")}`);
+  if (!run.tracing) return;
+  // What became of each message not acknowledged, and why: the trace's answer to "which message
+  // came again, and what sent it back".
+  const why = (m: StoredMessage): string => {
+    if (result.retries.has(m.id)) return "retry() was called on it";
+    if (result.retryAll) return "retryAll() was called";
+    return failure ?? "the batch failed";
+  };
+  const retriedSeqs = new Map(retried);
+  const fates = messages.flatMap((m): string[] => {
+    const visibleAt = retriedSeqs.get(m.seq);
+    if (visibleAt !== undefined) {
+      const delay = visibleAt - run.nowMs();
+      const when = delay > 0 ? `, in ${delay / 1000} s` : "";
+      return [
+        `${id} retries message ${m.id} (attempt ${m.attempts + 1} of ${maxRetries + 1} next${when}): ${why(m)}`,
+      ];
+    }
+    if (!exhausted.includes(m)) return [];
+    const end = dlq ? `dead-letters message ${m.id} to ${dlq.name}` : `drops message ${m.id}`;
+    const last = `after attempt ${m.attempts} of ${maxRetries + 1} (max_retries ${maxRetries})`;
+    return [`${id} ${end} ${last}: ${why(m)}${dlq ? "" : ", and the queue has no dead_letter_queue"}`];
+  });
+  for (const line of fates.slice(0, TRACED_MESSAGES_MAX)) run.trace(line);
+  if (fates.length > TRACED_MESSAGES_MAX) {
+    run.trace(`${id} retries or gives up ${fates.length - TRACED_MESSAGES_MAX} more messages`);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
