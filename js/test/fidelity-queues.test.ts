@@ -95,12 +95,29 @@ function describeBatch(batch) {
   };
 }
 
-/** The consumer: retries the message whose body is "again" on its first delivery, acks the rest. */
+/**
+ * The consumer: retries the message whose body is "again" on its first delivery, acks the rest;
+ * a body \`{ op }\` says instead what to call on its first delivery ("ack-retryAll": \`ack()\`, then
+ * \`retryAll()\`; "retry-ackAll": \`retry()\`, then \`ackAll()\`; "always-retry": \`retry()\` on
+ * every delivery; "none": nothing). A dead letter queue's batch is recorded and acknowledged.
+ */
 function consume(batch, seen) {
   seen.push(describeBatch(batch));
+  if (batch.queue.includes("dlq")) return;
   for (const m of batch.messages) {
-    if (m.body === "again" && m.attempts === 1) m.retry();
-    else m.ack();
+    const op = typeof m.body === "object" && m.body !== null ? m.body.op : undefined;
+    if (op === undefined) {
+      if (m.body === "again" && m.attempts === 1) m.retry();
+      else m.ack();
+    } else if (op === "always-retry") {
+      m.retry();
+    } else if (m.attempts === 1 && op === "ack-retryAll") {
+      m.ack();
+      batch.retryAll();
+    } else if (m.attempts === 1 && op === "retry-ackAll") {
+      m.retry();
+      batch.ackAll();
+    }
   }
 }
 `;
@@ -126,7 +143,7 @@ export default {
   async queue(batch) {
     // The produced queue has a consumer only because Miniflare's broker checks nothing for a
     // queue without one; its batches are acknowledged unseen.
-    if (batch.queue.startsWith("consumed-")) consume(batch, seen);
+    if (batch.queue.startsWith("consumed-") || batch.queue.startsWith("dlq-")) consume(batch, seen);
     else batch.ackAll();
   },
 };
@@ -166,7 +183,14 @@ beforeAll(async () => {
     compatibilityDate: date,
     queueProducers: { Q: `produced-${date}`, CONSUMED: `consumed-${date}` },
     queueConsumers: {
-      [`consumed-${date}`]: { maxBatchSize: 3, maxBatchTimeout: 0, retryDelay: 0, maxRetries: 2 },
+      [`consumed-${date}`]: {
+        maxBatchSize: 3,
+        maxBatchTimeout: 0,
+        retryDelay: 0,
+        maxRetries: 2,
+        deadLetterQueue: `dlq-${date}`,
+      },
+      [`dlq-${date}`]: { maxBatchSize: 3, maxBatchTimeout: 0 },
       [`produced-${date}`]: { maxBatchSize: 100, maxBatchTimeout: 0 },
     },
   });
@@ -213,8 +237,10 @@ function simRun(date: string): SimQueueRun {
     shrinkRunsMax: 1,
     invariants: [],
   });
-  engine.d1Open("queue:q");
-  engine.d1Setup("queue:q", QUEUE_SCHEMA);
+  for (const store of ["queue:q", "queue:q-dlq"]) {
+    engine.d1Open(store);
+    engine.d1Setup(store, QUEUE_SCHEMA);
+  }
   engine.seal();
   engine.nextRun(0);
   const spec: Extract<BindingSpec, { kind: "queue" }> = { kind: "queue", name: "Q", queue: "q" };
@@ -232,14 +258,29 @@ function simRun(date: string): SimQueueRun {
   const queue: SimQueue = {
     name: "q",
     store: "queue:q",
-    consumer: { worker, settings: { queue: "q", maxBatchSize: 3, maxRetries: 2, retryDelay: 0 } },
+    consumer: {
+      worker,
+      settings: { queue: "q", maxBatchSize: 3, maxRetries: 2, retryDelay: 0, deadLetterQueue: "q-dlq" },
+    },
+  };
+  const dlq: SimQueue = {
+    name: "q-dlq",
+    store: "queue:q-dlq",
+    consumer: { worker, settings: { queue: "q-dlq", maxBatchSize: 3, maxRetries: 3 } },
   };
   const later: PlatformWork[] = [];
   const memos = new Map<string, unknown>();
   const exports = { default: { queue: (batch: unknown) => runner.consume(batch, seen) } };
   const run = {
     engine,
-    world: { workers: [worker], queues: new Map([["q", queue]]), file: "/fidelity.sim.ts" },
+    world: {
+      workers: [worker],
+      queues: new Map([
+        ["q", queue],
+        ["q-dlq", dlq],
+      ]),
+      file: "/fidelity.sim.ts",
+    },
     current: undefined,
     nowMs: () => NOW,
     // The queue's retry delay is 0: no batch waits, and the clock stays where it is.
@@ -460,5 +501,71 @@ describe("Queues consumer fidelity against Miniflare", () => {
     expect(shape(sim)).toEqual(shape(mf));
     // What a user would check: the retried message came back alone, on its second attempt.
     expect(mf[1]?.messages).toMatchObject([{ body: "again", attempts: 2 }]);
+  });
+
+  it("holds a message's own ack or retry over the batch's ackAll or retryAll, and dead-letters after max_retries", async () => {
+    // One batch at a time, each sent once the one before has settled on Miniflare's side (its
+    // broker would put a retried message in a batch with the next sends).
+    const batches = [
+      // ack() then retryAll(): the ack holds, the other message is retried.
+      [{ body: { op: "ack-retryAll", key: 1 } }, { body: { op: "none", key: 2 } }],
+      // retry() then ackAll(): the retry holds, the other message is acknowledged.
+      [{ body: { op: "retry-ackAll", key: 3 } }, { body: { op: "none", key: 4 } }],
+      // Retried every time: 1 delivery and max_retries (2) retries, then the dead letter queue.
+      [{ body: { op: "always-retry", key: 5 } }],
+    ];
+    // How many batches Miniflare's consumer has seen once each has settled, after those it saw
+    // before (the test above's).
+    const settled = [2, 4, 8];
+    const date = NEW;
+    const before = ((await mfFetch(date, "/seen")) as SeenBatch[]).length;
+    let mf: SeenBatch[] = [];
+    for (const [i, batch] of batches.entries()) {
+      await mfFetch(date, "/consume", batch);
+      mf = await seenByMiniflare(date, before + (settled[i] as number));
+    }
+    mf = mf.slice(before);
+    const sim: SeenBatch[] = [];
+    for (const batch of batches) sim.push(...(await seenByEutaxy(date, batch)));
+    const deliveries = (all: SeenBatch[]) =>
+      all.map((b) => ({
+        dlq: b.queue.includes("dlq"),
+        messages: b.messages.map((m) => ({ key: (m.body as { key: number }).key, attempts: m.attempts })),
+      }));
+    // docs/fidelity.md, "Queues": Miniflare's broker retries every message of a batch whose
+    // handler called retryAll(), the one acknowledged with ack() before it included; the docs'
+    // precedence rules keep that ack, and so does eutaxy.
+    expect(deliveries(mf)[1]).toEqual({
+      dlq: false,
+      messages: [
+        { key: 1, attempts: 2 },
+        { key: 2, attempts: 2 },
+      ],
+    });
+    expect(deliveries(sim)[1]).toEqual({ dlq: false, messages: [{ key: 2, attempts: 2 }] });
+    const besides = (all: SeenBatch[]) => deliveries(all).filter((_, i) => i !== 1);
+    expect(besides(sim)).toEqual(besides(mf));
+    expect(besides(sim)).toEqual([
+      {
+        dlq: false,
+        messages: [
+          { key: 1, attempts: 1 },
+          { key: 2, attempts: 1 },
+        ],
+      },
+      {
+        dlq: false,
+        messages: [
+          { key: 3, attempts: 1 },
+          { key: 4, attempts: 1 },
+        ],
+      },
+      { dlq: false, messages: [{ key: 3, attempts: 2 }] },
+      { dlq: false, messages: [{ key: 5, attempts: 1 }] },
+      { dlq: false, messages: [{ key: 5, attempts: 2 }] },
+      { dlq: false, messages: [{ key: 5, attempts: 3 }] },
+      // Dead-lettered: a first delivery on the dead letter queue.
+      { dlq: true, messages: [{ key: 5, attempts: 1 }] },
+    ]);
   });
 });

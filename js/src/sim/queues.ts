@@ -39,8 +39,9 @@
  *   the current event.
  *
  * Where Miniflare differs from production this follows production: Miniflare retries every
- * message of a batch whose handler threw, explicit acks included, and drops messages sent to a
- * queue without a consumer; Cloudflare keeps explicit acks and keeps the messages.
+ * message of a batch whose handler threw or called `retryAll()`, explicit acks included, and
+ * drops messages sent to a queue without a consumer; Cloudflare keeps explicit acks and keeps
+ * the messages (js/test/fidelity-queues.test.ts observes the `retryAll()` case).
  */
 
 import type { D1StatementSpec, Engine, FootprintEntry } from "../engine.ts";
