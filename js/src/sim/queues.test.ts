@@ -65,8 +65,11 @@ beforeEach(() => {
 
 afterEach(() => engine.free());
 
-/** A producer for binding JOBS → queue `jobs` (which has a consumer) of a Worker with `config`. */
-function harness(config: Partial<WorkerConfig> = {}): Harness {
+/**
+ * A producer for binding JOBS → queue `jobs` (which has a consumer) of a Worker with `config`;
+ * with `failing`, every effect that offers a transient fault takes it.
+ */
+function harness(config: Partial<WorkerConfig> = {}, failing = false): Harness {
   const spec: QueueSpec = { kind: "queue", name: "JOBS", queue: "jobs" };
   const worker = {
     name: "producer",
@@ -108,9 +111,13 @@ function harness(config: Partial<WorkerConfig> = {}): Harness {
   } as unknown as RunContext;
   const scope: EffectScope = {
     invocation: "req-1#1",
-    effect(label, perform) {
+    effect(label, perform, options) {
       labels.push(label);
       try {
+        // A transient fault settles the call with what `transient` gives (a send's throws).
+        if (failing && options?.transient) {
+          return Promise.resolve(options.transient(labels.length - 1)) as Promise<never>;
+        }
         return Promise.resolve(perform(labels.length - 1));
       } catch (error) {
         return Promise.reject(error);
@@ -264,6 +271,24 @@ describe("the producer binding", () => {
     ]);
   });
 
+  it("fails a send or a batch as the broker's internal error when the fault is taken, enqueuing nothing", async () => {
+    // The error-code table has sends fail through no fault of their arguments, to be retried;
+    // workerd words an internal one by the compatibility date, as for Miniflare's broker.
+    const old = harness({}, true);
+    await expect(old.producer.send({ a: 1 })).rejects.toThrow(/^Queue send failed: Internal Server Error$/);
+    await expect(old.producer.sendBatch([{ body: 1 }])).rejects.toThrow(
+      /^Queue sendBatch failed: Internal Server Error$/,
+    );
+    const coded = harness({ compatibilityDate: "2026-04-01" }, true);
+    await expect(coded.producer.send({ a: 1 })).rejects.toThrow(/^Unknown Internal Error \(15000\)$/);
+    for (const h of [old, coded]) {
+      expect(h.rows()).toEqual([]);
+      expect(h.later).toEqual([]);
+    }
+    // metrics() reads the backlog and offers no such fault.
+    await expect(coded.producer.metrics()).resolves.toMatchObject({ backlogCount: 0 });
+  });
+
   it("reports the backlog from metrics() as one effect", async () => {
     const h = harness();
     expect(await h.producer.metrics()).toEqual({ backlogCount: 0, backlogBytes: 0 });
@@ -363,6 +388,15 @@ describe("delivery through check()", () => {
     const replayed = await check(fixture("lost-ack.sim.ts"), { replay: result.runSeed });
     if (replayed.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${replayed.verdict}`);
     expect(replayed.trace).toEqual(result.trace);
+  });
+
+  it("finds a producer that swallows a failed send", async () => {
+    const result = await check(fixture("send-failed/send-failed.sim.ts"));
+    if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
+    expect(result.faults).toEqual([
+      { kind: "transient_error", invocation: "req-1#1", effect: 1, label: "Queue:ORDERS send" },
+    ]);
+    expect(result.trace).toContain("req-1#1 effect #1 failed: Error: Unknown Internal Error (15000)");
   });
 
   it("says which message each delivery got, and why each one not acknowledged comes back or goes", async () => {

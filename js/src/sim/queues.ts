@@ -83,7 +83,7 @@ const ID_STREAM = "queue-ids";
 
 /** What a producer's broker call can fail with, as the docs' error-code table lists it. */
 interface BrokerFailure {
-  readonly status: 400 | 413;
+  readonly status: 400 | 413 | 500;
   readonly code: number;
   readonly cause: string;
 }
@@ -91,7 +91,15 @@ const MESSAGE_TOO_LARGE: BrokerFailure = { status: 413, code: 10204, cause: "Mes
 const BATCH_TOO_LARGE: BrokerFailure = { status: 413, code: 10205, cause: "Batch size out of bounds" };
 const BATCH_TOO_MANY: BrokerFailure = { status: 413, code: 10206, cause: "Batch count out of bounds" };
 const BAD_METADATA: BrokerFailure = { status: 400, code: 10203, cause: "Invalid message metadata" };
-const STATUS_TEXT = { 400: "Bad Request", 413: "Payload Too Large" } as const;
+/**
+ * The broker failing a send for a reason of its own, the send's transient fault. The error-code
+ * table lists failures a send can meet through no fault of its arguments (10201
+ * ClientDisconnected: "retry message send"; 15000, an internal error), and workerd reports an
+ * internal one as Miniflare's broker makes it: `Queue send failed: Internal Server Error`, or
+ * `Unknown Internal Error (15000)` with error codes (js/test/fidelity-queues.test.ts).
+ */
+const INTERNAL: BrokerFailure = { status: 500, code: 15000, cause: "Unknown Internal Error" };
+const STATUS_TEXT = { 400: "Bad Request", 413: "Payload Too Large", 500: "Internal Server Error" } as const;
 
 /** The compatibility behaviours of the sending Worker that change what a producer does. */
 interface Compat {
@@ -149,7 +157,14 @@ export function createQueueProducer(
         if (!queue.consumer) run.sentUnconsumed?.(queue.name, binding);
         return { metadata: { metrics: backlog(run.engine, queue.store) } };
       },
-      { footprint: () => changesQueue(queue) },
+      {
+        footprint: () => changesQueue(queue),
+        // The send fails and nothing is enqueued: a producer that swallows the error loses the
+        // message, one that retries or fails its request does not.
+        transient: () => {
+          throw brokerError(method, INTERNAL, compat);
+        },
+      },
     );
 
   return {
