@@ -336,6 +336,95 @@ describe("bundleWorker", () => {
     expect(typeof globalThis.Buffer).toBe("function");
   });
 
+  it("keeps the names of classes the bundle renames, as wrangler's keep_names does unless the config turns it off", async () => {
+    write("errors.ts", `export class NotFound extends Error { name = this.constructor.name; }`);
+    const entry = write(
+      "worker.ts",
+      `import { NotFound as Missing } from "./errors.ts";
+       class NotFound extends Error { name = this.constructor.name; }
+       export default { names: [new NotFound().name, new Missing().name] };`,
+    );
+    const file = join(dir, "wrangler.json");
+    expect((await bundleWorker(entry)).instantiate(runtime).default).toEqual({
+      names: ["NotFound", "NotFound"],
+    });
+    // Without it, esbuild's rename of the second class shows.
+    expect((await bundleWorker(entry, { file, keepNames: false })).instantiate(runtime).default).toEqual({
+      names: ["NotFound2", "NotFound"],
+    });
+  });
+
+  it("reads the config's tsconfig for every file, its paths and decorators, as wrangler hands it to esbuild", async () => {
+    write(
+      "config/tsconfig.base.json",
+      `{ "compilerOptions": { "experimentalDecorators": true, "useDefineForClassFields": false } }`,
+    );
+    write(
+      "config/tsconfig.worker.json",
+      `{ "extends": "./tsconfig.base.json", "compilerOptions": { "baseUrl": "..", "paths": { "~/*": ["src/*"], "#errors": ["src/errors.ts"] } } }`,
+    );
+    write("src/errors.ts", `export const kind = "errors";`);
+    write(
+      "src/routes.ts",
+      `import { kind } from "#errors";
+       export const seen: string[] = [kind];
+       export function Route(path: string) {
+         return (target: object, key: string) => { seen.push(\`\${path} \${target.constructor.name}.\${key}\`); };
+       }`,
+    );
+    const entry = write(
+      "src/worker.ts",
+      `import { Route, seen } from "~/routes";
+       class Hooks { @Route("/stripe") stripe() {} }
+       export default { seen, hooks: new Hooks() };`,
+    );
+    const file = write("wrangler.json", `{ "name": "hooks", "tsconfig": "./config/tsconfig.worker.json" }`);
+    const exports = (
+      await bundleWorker(entry, { file, tsconfig: join(dir, "config/tsconfig.worker.json") })
+    ).instantiate(runtime);
+    expect((exports.default as { seen: string[] }).seen).toEqual(["errors", "/stripe Hooks.stripe"]);
+    // Without it, esbuild finds no tsconfig beside the files, and `~/routes` is no path it knows.
+    const error = await inputError(() => bundleWorker(entry, { file }));
+    expect(error.problem).toBe('Could not resolve "~/routes"');
+  });
+
+  it("answers an import the config's alias names with what Node resolves from the config's folder, first", async () => {
+    write("shims/clock.ts", `export const now = () => "shimmed";`);
+    write("node_modules/clock/package.json", `{ "name": "clock", "main": "index.js" }`);
+    write("node_modules/clock/index.js", `exports.now = () => "package";`);
+    write("node_modules/tiny-jsx/package.json", `{ "name": "tiny-jsx", "main": "index.js" }`);
+    write("node_modules/tiny-jsx/index.js", `exports.h = (tag) => tag;`);
+    const entry = write(
+      "src/worker.ts",
+      `import { now } from "clock";
+       import { now as pkg } from "clock/index.js";
+       export default { now: now(), pkg: pkg() };`,
+    );
+    const file = join(dir, "wrangler.json");
+    const alias = { clock: "./shims/clock.ts" };
+    expect((await bundleWorker(entry, { file, alias })).instantiate(runtime).default).toEqual({
+      now: "shimmed",
+      // Only an import written as the key is replaced.
+      pkg: "package",
+    });
+    const error = await inputError(() => bundleWorker(entry, { file, alias: { clock: "./shims/clock" } }));
+    expect(error.problem).toBe(
+      `alias["clock"] of ${file} is "./shims/clock", which cannot be resolved from ${dir} as wrangler resolves it (Node's resolution: a file by its whole name, such as "./src/clock.ts", or an installed package)`,
+    );
+  });
+
+  it("compiles JSX in .js files, with the config's jsx_factory where no tsconfig names one", async () => {
+    const entry = write(
+      "worker.js",
+      `const h = (tag, props, ...children) => ({ tag, children });
+       export default { page: <p>hi</p> };`,
+    );
+    const file = join(dir, "wrangler.json");
+    expect((await bundleWorker(entry, { file, jsxFactory: "h" })).instantiate(runtime).default).toEqual({
+      page: { tag: "p", children: ["hi"] },
+    });
+  });
+
   it("reports a .wasm file that does not exist where the import names it", async () => {
     const entry = write(
       "worker.ts",

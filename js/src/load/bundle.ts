@@ -12,7 +12,7 @@ import vm from "node:vm";
 import { type BuildOptions, build, type Message, type Metafile, type Plugin } from "esbuild";
 import { closest } from "../closest.ts";
 import * as scenarioApi from "../cloudflare.ts";
-import { InputError } from "../errors.ts";
+import { InputError, shown } from "../errors.ts";
 import { absentGlobalNames, OPTIONAL_GLOBALS } from "../sim/compatibility.ts";
 import { withStateHook } from "../sim/module-state.ts";
 import { simulatedAsyncHooks } from "../sim/node-async-hooks.ts";
@@ -112,8 +112,44 @@ const bareBuiltins: Plugin = {
   },
 };
 
+/**
+ * The config's `alias`, as wrangler applies it: before every other resolution (its own plugin,
+ * first), to an import written exactly as a key, which is replaced by the module Node's
+ * `require.resolve` finds for the value from the config's folder (so a TypeScript file is named
+ * with its extension: `"@lib/clock": "./src/clock.ts"`). One it cannot find is a build error.
+ */
+function aliasPlugin(alias: Readonly<Record<string, string>>, configFile: string): Plugin {
+  const root = dirname(configFile);
+  const keys = Object.keys(alias);
+  return {
+    name: "eutaxy-alias",
+    setup(b) {
+      if (keys.length === 0) return;
+      const filter = new RegExp(keys.map((key) => key.replace(/[-/\\^$*+?.()|[\]{}]/g, "\\$&")).join("|"));
+      b.onResolve({ filter }, (args) => {
+        if (!Object.hasOwn(alias, args.path)) return undefined;
+        const target = alias[args.path] as string;
+        try {
+          return { path: nodeRequire.resolve(target, { paths: [root] }) };
+        } catch {
+          return {
+            errors: [
+              {
+                text: `alias["${args.path}"] of ${shown(configFile)} is "${target}", which cannot be resolved from ${shown(root)} as wrangler resolves it (Node's resolution: a file by its whole name, such as "./src/clock.ts", or an installed package)`,
+              },
+            ],
+          };
+        }
+      });
+    },
+  };
+}
+
 /** What of a Worker's wrangler config decides how it is bundled. */
-export type BundleConfig = Pick<WorkerConfig, "file" | "define" | "rules"> &
+export type BundleConfig = Pick<
+  WorkerConfig,
+  "file" | "define" | "rules" | "tsconfig" | "alias" | "keepNames" | "jsxFactory" | "jsxFragment"
+> &
   Partial<Pick<WorkerConfig, "compatibilityDate" | "compatibilityFlags">>;
 
 /**
@@ -161,8 +197,11 @@ function factoryBody(bundle: string): string {
 
 /**
  * How a Worker entry is bundled, as wrangler bundles it with `config` (the `workerd` conditions,
- * browser fields, the config's `define` and module rules, then wrangler's default rules; Node's
- * globals left out where workerd gives the Worker none, see `builtInDefines`), for
+ * browser fields, the config's `define`, `alias`, `tsconfig`, `keep_names` (on unless the config
+ * turns it off: a class keeps its name where the bundle renames it, `Handler2` for the second
+ * `Handler`), JSX settings and module rules, then wrangler's default rules; JSX in `.js` files, as
+ * wrangler's loaders allow; Node's globals left out where workerd gives the Worker none, see
+ * `builtInDefines`), for
  * both runtimes: a CommonJS factory body whose `cloudflare:*` and `node:*` imports and
  * CompiledWasm modules are left to the runtime that instantiates it. A dynamic `import()` becomes
  * a promise of `require`, so the runtime's modules reach it as they reach a static import (Node's
@@ -180,6 +219,12 @@ export function workerBuildOptions(
     // Error locations are then relative to the entry's folder; see `buildInputError`.
     absWorkingDir: dirname(file),
     bundle: true,
+    keepNames: config?.keepNames ?? true,
+    // Wrangler's defaults; a tsconfig's `jsxFactory` still wins, as it does in wrangler's bundle.
+    jsxFactory: config?.jsxFactory ?? "React.createElement",
+    jsxFragment: config?.jsxFragment ?? "React.Fragment",
+    ...(config?.tsconfig !== undefined ? { tsconfig: config.tsconfig } : {}),
+    loader: { ".js": "jsx", ".mjs": "jsx", ".cjs": "jsx" },
     write: false,
     format: "cjs",
     platform: "neutral",
@@ -189,7 +234,11 @@ export function workerBuildOptions(
     conditions: ["workerd", "worker", "browser"],
     logLevel: "silent",
     external: ["cloudflare:*", "node:*"],
-    plugins: [bareBuiltins, moduleRulesPlugin(config?.rules ?? [], config?.file)],
+    plugins: [
+      ...(config?.alias ? [aliasPlugin(config.alias, config.file)] : []),
+      bareBuiltins,
+      moduleRulesPlugin(config?.rules ?? [], config?.file),
+    ],
   } as const satisfies BuildOptions;
 }
 

@@ -276,6 +276,42 @@ globs = ["**/*.dat", "**/*.raw"]
     ]);
   });
 
+  it("reads what decides the bundle as wrangler does: tsconfig against the config's folder, alias from the top level alone", () => {
+    const file = write(
+      "wrangler.toml",
+      `name = "hooks"
+tsconfig = "./config/tsconfig.worker.json"
+keep_names = false
+jsx_factory = "h"
+jsx_fragment = "Fragment"
+
+[alias]
+"@billing/clock" = "./shims/clock.ts"
+
+[env.staging]
+tsconfig = "./tsconfig.staging.json"
+alias = { "@billing/clock" = "./other.ts" }
+`,
+    );
+    const top = readWranglerConfig(file);
+    expect(top.tsconfig).toBe(join(scratch.dir, "config/tsconfig.worker.json"));
+    expect(top.alias).toEqual({ "@billing/clock": "./shims/clock.ts" });
+    expect([top.keepNames, top.jsxFactory, top.jsxFragment]).toEqual([false, "h", "Fragment"]);
+    // An environment inherits tsconfig, keep_names and the JSX settings unless it sets them; an
+    // alias it sets is not read, as wrangler reads `alias` at the top level only.
+    const staging = readWranglerConfig(file, "staging");
+    expect(staging.tsconfig).toBe(join(scratch.dir, "tsconfig.staging.json"));
+    expect(staging.alias).toEqual({ "@billing/clock": "./shims/clock.ts" });
+    expect([staging.keepNames, staging.jsxFactory]).toEqual([false, "h"]);
+
+    const badAlias = write("wrangler.json", `{ "name": "a", "alias": { "lodash": 1 } }`);
+    expect(inputErrorOf(() => readWranglerConfig(badAlias)).problem).toBe(
+      'alias["lodash"] must be a string: the module that replaces lodash',
+    );
+    const badKeep = write("wrangler.json", `{ "name": "k", "keep_names": "no" }`);
+    expect(inputErrorOf(() => readWranglerConfig(badKeep)).problem).toBe("keep_names must be true or false");
+  });
+
   it("fills in empty bindings and leaves optional fields out", () => {
     const file = write("wrangler.json", `{ "name": "bare" }`);
     expect(readWranglerConfig(file)).toEqual({

@@ -105,6 +105,22 @@ export interface WorkerConfig {
   readonly define?: Readonly<Record<string, string>>;
   /** `rules`: the module rules the bundle applies before wrangler's defaults, in their order. */
   readonly rules?: readonly ModuleRule[];
+  /**
+   * `tsconfig`: the tsconfig the bundle reads for every file (absolute, against the config's
+   * folder), as wrangler hands it to esbuild; absent, esbuild finds the one nearest each file.
+   */
+  readonly tsconfig?: string;
+  /**
+   * `alias`: imports the bundle answers with another module, each import as written → what
+   * replaces it (a path against the config's folder, or a package), as wrangler's alias plugin
+   * resolves it. Wrangler reads it from the top level only, whatever environment is read.
+   */
+  readonly alias?: Readonly<Record<string, string>>;
+  /** `keep_names`: whether the bundle keeps functions' and classes' names (wrangler's default: true). */
+  readonly keepNames?: boolean;
+  /** `jsx_factory` and `jsx_fragment`: what classic JSX calls where no tsconfig says. */
+  readonly jsxFactory?: string;
+  readonly jsxFragment?: string;
   readonly d1Databases: readonly D1DatabaseBinding[];
   readonly services: readonly ServiceBinding[];
   readonly kvNamespaces: readonly KvNamespaceBinding[];
@@ -176,6 +192,11 @@ const READ_KEYS = [
   "secrets",
   "define",
   "rules",
+  "tsconfig",
+  "alias",
+  "keep_names",
+  "jsx_factory",
+  "jsx_fragment",
   "durable_objects",
   "queues",
   "triggers",
@@ -194,7 +215,6 @@ const READ_KEYS = [
 const OTHER_WRANGLER_KEYS = [
   "$schema",
   "account_id",
-  "alias",
   "base_dir",
   "build",
   "cloudchamber",
@@ -204,9 +224,6 @@ const OTHER_WRANGLER_KEYS = [
   "dev",
   "find_additional_modules",
   "first_party_worker",
-  "jsx_factory",
-  "jsx_fragment",
-  "keep_names",
   "keep_vars",
   "legacy_env",
   "limits",
@@ -227,7 +244,6 @@ const OTHER_WRANGLER_KEYS = [
   "streaming_tail_consumers",
   "tail_consumers",
   "text_blobs",
-  "tsconfig",
   "unsafe",
   "upload_source_maps",
   "usage_model",
@@ -357,6 +373,10 @@ const INHERITABLE = [
   "triggers",
   "migrations",
   "rules",
+  "tsconfig",
+  "keep_names",
+  "jsx_factory",
+  "jsx_fragment",
   "assets",
   "logfwdr",
 ] as const;
@@ -464,6 +484,18 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
       fail(`${keyPath("define")}.${key} must be a string: the JavaScript expression that replaces ${key}`);
     }
   }
+
+  const tsconfig = optionalString(config.tsconfig, keyPath("tsconfig"));
+  // Wrangler reads `alias` from the top level alone, an environment's own included.
+  const alias = optionalObject(raw.alias, "alias");
+  for (const [key, value] of Object.entries(alias ?? {})) {
+    if (typeof value !== "string") fail(`alias["${key}"] must be a string: the module that replaces ${key}`);
+  }
+  const keepNames: unknown = config.keep_names;
+  if (keepNames !== undefined && typeof keepNames !== "boolean")
+    fail(`${keyPath("keep_names")} must be true or false`);
+  const jsxFactory = optionalString(config.jsx_factory, keyPath("jsx_factory"));
+  const jsxFragment = optionalString(config.jsx_fragment, keyPath("jsx_fragment"));
 
   const rules =
     config.rules === undefined || config.rules === null
@@ -647,6 +679,11 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
     vars,
     ...(define !== undefined ? { define: define as Record<string, string> } : {}),
     ...(rules !== undefined ? { rules } : {}),
+    ...(tsconfig !== undefined ? { tsconfig: resolve(dirname(file), tsconfig) } : {}),
+    ...(alias !== undefined ? { alias: alias as Record<string, string> } : {}),
+    ...(keepNames !== undefined ? { keepNames } : {}),
+    ...(jsxFactory !== undefined ? { jsxFactory } : {}),
+    ...(jsxFragment !== undefined ? { jsxFragment } : {}),
     ...(required !== undefined ? { requiredSecrets: required } : {}),
     d1Databases,
     services,
