@@ -747,7 +747,14 @@ function probeModules(engine: Engine, world: World): void {
     for (const worker of world.workers) {
       let exports: Record<string, unknown>;
       try {
-        exports = worker.module.instantiate(runtimeModules(() => ({})));
+        exports = worker.module.instantiate(
+          runtimeModules(
+            () => ({}),
+            () => {
+              throw new Error(GLOBAL_SCOPE);
+            },
+          ),
+        );
       } catch (error) {
         if (error instanceof NotSimulatedAtImport) throw notSimulatedAtImport(worker, error);
         // An import eutaxy refuses (node:fs, cloudflare:email) says so itself.

@@ -219,6 +219,40 @@ describe("what a Worker reaches for", () => {
     }
   });
 
+  it("waitUntil of cloudflare:workers as the module loads, which workerd refuses", async () => {
+    const error = await failure(
+      scenario(
+        ok,
+        "() => true",
+        'import { waitUntil } from "cloudflare:workers";\nwaitUntil(Promise.resolve());',
+      ),
+    );
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).file).toMatch(/worker\.ts:2:1$/);
+    expect((error as InputError).problem).toMatch(
+      /^the Worker threw at import: Error: Disallowed operation called within global scope\. /,
+    );
+  });
+
+  it.each([
+    ["withEnv() from cloudflare:workers", "withEnv", "withEnv({}, () => 1)"],
+    ["RpcStub from cloudflare:workers", "RpcStub", "new RpcStub({})"],
+  ])(
+    "%s, which eutaxy does not simulate, even where the Worker catches what it throws",
+    async (what, name, use) => {
+      const file = scenario(
+        `try { ${use}; } catch {} return new Response("ok");`,
+        "() => true",
+        `import { ${name} } from "cloudflare:workers";`,
+      );
+      const error = await failure(file);
+      expect(error).toBeInstanceOf(InputError);
+      expect((error as InputError).problem).toBe(
+        `Worker w used ${what}, which eutaxy does not simulate yet; the check cannot go on without it`,
+      );
+    },
+  );
+
   it("top-level await, which workerd runs and eutaxy does not yet, named as eutaxy's limit at its line", async () => {
     const error = await failure(scenario(ok, "() => true", "const seed = await Promise.resolve(1);"));
     expect(error).toBeInstanceOf(InputError);

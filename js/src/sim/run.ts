@@ -582,7 +582,16 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     const moduleEnv = { ...this.envOf(worker) };
     this.instantiating = worker;
     try {
-      const exports = worker.module.instantiate(runtimeModules(() => moduleEnv));
+      const exports = worker.module.instantiate(
+        runtimeModules(
+          () => moduleEnv,
+          // `waitUntil` of cloudflare:workers: the running invocation's, refused at the top level.
+          (promise) => {
+            if (this.instantiating) throw new Error(GLOBAL_SCOPE);
+            this.running?.waitUntil(promise);
+          },
+        ),
+      );
       this.exports.set(worker, exports);
       this.moduleState?.add(worker.name, exports);
     } finally {

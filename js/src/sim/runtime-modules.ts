@@ -135,10 +135,43 @@ const { absent, typeOf } = absentGlobals();
 
 /**
  * The `cloudflare:*` modules for one Worker in one run; `cloudflare:workers`' `env` reads through
- * `currentEnv`. New objects each time, so what Worker code does to them stays in its run.
+ * `currentEnv`, and its `waitUntil` hands a promise to `waitUntil`, the running invocation's
+ * `ctx.waitUntil`. New objects each time, so what Worker code does to them stays in its run.
  */
-export function runtimeModules(currentEnv: () => Record<string, unknown>): Record<string, unknown> {
-  return { "cloudflare:workers": workersModule(currentEnv), "cloudflare:sockets": socketsModule() };
+export function runtimeModules(
+  currentEnv: () => Record<string, unknown>,
+  waitUntil: (promise: unknown) => void,
+): Record<string, unknown> {
+  return {
+    "cloudflare:workers": { ...workersModule(currentEnv), waitUntil, ...unsimulatedWorkersExports() },
+    "cloudflare:sockets": socketsModule(),
+  };
+}
+
+/**
+ * The exports of workerd's `cloudflare:workers` eutaxy does not simulate, as stand-ins that end
+ * the check where the Worker uses one (calls the function, constructs the class), naming it:
+ * left out, the import would be `undefined`, and the Worker's own `TypeError` (`withEnv is not a
+ * function`) would be reported as its bug. Importing one is fine, as a library may import it
+ * without ever using it.
+ */
+function unsimulatedWorkersExports(): Record<string, unknown> {
+  const exports: Record<string, unknown> = {};
+  for (const name of ["withEnv", "withExports", "withEnvAndExports"]) {
+    exports[name] = {
+      [name]: (): never => notSimulated(`${name}() from cloudflare:workers`),
+    }[name];
+  }
+  for (const name of ["RpcStub", "RpcPromise", "RpcProperty", "ServiceStub"]) {
+    exports[name] = {
+      [name]: class {
+        constructor() {
+          notSimulated(`${name} from cloudflare:workers`);
+        }
+      },
+    }[name];
+  }
+  return exports;
 }
 
 /**
