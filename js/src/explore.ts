@@ -761,6 +761,13 @@ function probeModules(engine: Engine, world: World): void {
         if (error instanceof InputError) throw error;
         throw threwAtImport(worker, error);
       }
+      // Wrangler takes a module without exports for one in the service-worker format.
+      if (Object.keys(exports).length === 0) {
+        throw new InputError(
+          worker.entry,
+          'exports nothing: a Worker in the service-worker format (addEventListener("fetch", …)), which wrangler still deploys but eutaxy does not run; eutaxy runs ES module Workers (export default { fetch(request, env, ctx) { … } }), whose bindings are on env',
+        );
+      }
       for (const [driver, handler] of [
         ["http", "fetch"],
         ["cron", "scheduled"],

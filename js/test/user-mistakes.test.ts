@@ -219,6 +219,26 @@ describe("what a Worker reaches for", () => {
     }
   });
 
+  it("a Worker in the service-worker format, named as such rather than as one without a fetch handler", async () => {
+    const dir = project({
+      "wrangler.toml": 'name = "sw"\nmain = "index.js"\nkv_namespaces = [{ binding = "KV", id = "k" }]\n',
+      "index.js": `addEventListener("fetch", (event) => event.respondWith(new Response(KV ? "kv" : "none")));`,
+      "s.sim.ts": `import { defineScenario, http, invariant } from "eutaxy/cloudflare";
+        export default defineScenario({
+          name: "sw",
+          worker: { config: "./wrangler.toml" },
+          drive: http([{ path: "/" }]),
+          invariants: [invariant("i", () => true)],
+        });`,
+    });
+    const error = await failure(join(dir, "s.sim.ts"));
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).file).toBe(join(dir, "index.js"));
+    expect((error as InputError).problem).toMatch(
+      /^exports nothing: a Worker in the service-worker format \(addEventListener\("fetch", …\)\), which wrangler still deploys but eutaxy does not run; /,
+    );
+  });
+
   it("waitUntil of cloudflare:workers as the module loads, which workerd refuses", async () => {
     const error = await failure(
       scenario(
