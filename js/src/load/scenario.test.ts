@@ -226,6 +226,17 @@ describe("loadScenario", () => {
     );
   });
 
+  it("says the config's build.command makes a main that does not exist yet, which eutaxy does not run", async () => {
+    write("wrangler.toml", `name = "built"\nmain = "dist/index.js"\n\n[build]\ncommand = "npm run build"\n`);
+    const scenario = { ...baseScenario(), worker: { config: "./wrangler.toml" } };
+    const error = await inputError(() =>
+      loadScenario(write("bad.sim.ts", `export default ${JSON.stringify(scenario)};`)),
+    );
+    expect(error.problem).toBe(
+      "main points at dist/index.js, which does not exist: its build.command (npm run build) makes it, which wrangler runs before it bundles and eutaxy does not, so run it first; the scenario's worker.config names this config and no entry, so the Worker's entry is its main",
+    );
+  });
+
   it("takes a Worker's environment, and the entry from that environment's main", async () => {
     write(
       "wrangler.jsonc",

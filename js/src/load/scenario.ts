@@ -412,14 +412,16 @@ function readWorkerFiles(spec: Fields, dir: string): WorkerFiles {
  * `main` that names no file is the config's mistake, reported with the config's name first.
  */
 function mainOf(spec: Fields, config: string, env: string | undefined): string {
-  const main = readWranglerConfig(config, env).main;
+  const { main, buildCommand } = readWranglerConfig(config, env);
   const named = spec.string("config");
   if (main === undefined) invalid(`${spec.owner} ${needs("entry")}: its config ${named} has no main`);
   if (!isFile(main)) {
     const key = env === undefined ? "main" : `main (of env.${env})`;
     const what = isFolder(main)
       ? `a folder, not a module${modulesIn(main)}`
-      : `does not exist${modulesIn(dirname(main))}`;
+      : buildCommand !== undefined
+        ? `does not exist: its build.command (${buildCommand}) makes it, which wrangler runs before it bundles and eutaxy does not, so run it first`
+        : `does not exist${modulesIn(dirname(main))}`;
     throw new InputError(
       config,
       `${key} points at ${relative(dirname(config), main)}, which ${isFolder(main) ? "is " : ""}${what}; the scenario's ${spec.path("config")} names this config and no entry, so the Worker's entry is its main`,

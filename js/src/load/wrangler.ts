@@ -93,6 +93,8 @@ export interface WorkerConfig {
   readonly name: string;
   /** The entry module, absolute (resolved against the config's folder). */
   readonly main?: string;
+  /** `build.command`: what wrangler runs before it bundles `main` (which it may make). */
+  readonly buildCommand?: string;
   readonly compatibilityDate?: string;
   readonly compatibilityFlags: readonly string[];
   readonly vars: Readonly<Record<string, unknown>>;
@@ -377,6 +379,7 @@ const INHERITABLE = [
   "keep_names",
   "jsx_factory",
   "jsx_fragment",
+  "build",
   "assets",
   "logfwdr",
 ] as const;
@@ -485,6 +488,8 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
     }
   }
 
+  const build = optionalObject(config.build, keyPath("build"));
+  const buildCommand = optionalString(build?.command, `${keyPath("build")}.command`);
   const tsconfig = optionalString(config.tsconfig, keyPath("tsconfig"));
   // Wrangler reads `alias` from the top level alone, an environment's own included.
   const alias = optionalObject(raw.alias, "alias");
@@ -674,6 +679,7 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
     ...(env !== undefined ? { env } : {}),
     name,
     ...(main !== undefined ? { main: resolve(dirname(file), main) } : {}),
+    ...(buildCommand !== undefined ? { buildCommand } : {}),
     ...(compatibilityDate !== undefined ? { compatibilityDate } : {}),
     compatibilityFlags: flags,
     vars,
