@@ -361,7 +361,14 @@ function flatten(
 }
 
 /** Whether `a` from `fromA` to `toA` holds the same values as `b` from `fromB` to `toB`. */
-function sameValues(a: unknown[], fromA: number, toA: number, b: unknown[], fromB: number, toB: number): boolean {
+function sameValues(
+  a: unknown[],
+  fromA: number,
+  toA: number,
+  b: unknown[],
+  fromB: number,
+  toB: number,
+): boolean {
   if (toA - fromA !== toB - fromB) return false;
   for (let i = 0; i < toA - fromA; i++) if (!Object.is(a[fromA + i], b[fromB + i])) return false;
   return true;
