@@ -69,7 +69,9 @@ interface CheckHeader {
  * primary, so what a lagging replica would have answered was not checked; `event-delivered-late`,
  * a driver's event waited a second or more for the invocations before it to end, so no run had it
  * overlap them; `sent-apart`, with several invocations at once, a request sent at a time of its
- * own overlapped no other invocation in any run, as what came before it was over by then.
+ * own overlapped no other invocation in any run, as what came before it was over by then;
+ * `isolate-state`, one invocation at a time, a run left a module-level variable changed, which
+ * the requests after it found, as in one isolate, where Cloudflare may run them in others.
  */
 export interface CheckWarning {
   readonly kind:
@@ -82,7 +84,8 @@ export interface CheckWarning {
     | "module-state"
     | "replica-reads"
     | "event-delivered-late"
-    | "sent-apart";
+    | "sent-apart"
+    | "isolate-state";
   readonly message: string;
 }
 
@@ -209,10 +212,8 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
   const started = real.monotonicMs();
   const reduced = await exploreOnce(exploration);
   if (!("moduleState" in reduced)) return reduced;
-  const { worker, variable, file } = reduced.moduleState;
-  // The bundle names a file from its entry's folder; shown from where the check runs.
-  const entry = exploration.world.workers.find((w) => w.name === worker)?.entry;
-  const where = file && entry ? shown(resolve(dirname(entry), file)) : file;
+  const { worker, variable } = reduced.moduleState;
+  const where = sourceOf(exploration.world, reduced.moduleState);
   const spentMs = real.monotonicMs() - started;
   const { bounds, search } = exploration;
   const result = await exploreOnce({
@@ -231,9 +232,18 @@ export async function explore(exploration: Exploration): Promise<CheckResult> {
   const warning: CheckWarning = {
     kind: "module-state",
     // The file too: a bundle's names are terse where the code is generated (`h`, of a wasm glue).
-    message: `Worker ${worker} changed the module-level variable ${variable}${where ? ` of ${where}` : ""} while it served requests, which concurrent requests share and partial-order reduction cannot see, ${ran}, with the code after each binding call's answer as a step of its own.`,
+    message: `Worker ${worker} changed the module-level variable ${variable}${where ? ` of ${where}` : ""} while it served requests, which concurrent requests share and partial-order reduction cannot see, ${ran}, with the code after each binding call's answer as a step of its own. Here all the requests of a run share one isolate; Cloudflare may run them in different isolates, which do not share it.`,
   };
   return { ...result, ...header, warnings: [...(result.warnings ?? []), warning] };
+}
+
+/** A module-level variable's file as a warning names it: the bundle's name for it, from the Worker's entry's folder, shown from where the check runs. */
+function sourceOf(
+  world: World,
+  change: { readonly worker: string; readonly file?: string | undefined },
+): string | undefined {
+  const entry = world.workers.find((w) => w.name === change.worker)?.entry;
+  return change.file && entry ? shown(resolve(dirname(entry), change.file)) : change.file;
 }
 
 async function exploreOnce(
@@ -452,9 +462,12 @@ class Reach {
   /** Requests sent at a time of their own in interleaved runs, and the events some run overlapped. */
   private readonly sentApart = new Map<number, string>();
   private readonly overlapped = new Set<number>();
+  /** One invocation at a time: the first module-level variable a run left changed. */
+  private kept: Run["moduleStateKept"];
 
   add(run: Run): void {
     this.runs++;
+    this.kept ??= run.moduleStateKept;
     this.effects ||= run.effects > 0;
     for (const [work, handled] of run.handled) {
       const seen = this.handled.get(work) ?? { returned: false };
@@ -566,6 +579,14 @@ class Reach {
       warnings.push({
         kind: "queue-not-consumed",
         message: `${binding} sent to queue ${queue}, which no Worker of the scenario consumes, so its messages were never delivered: consumer({ config }) adds the Worker that consumes it, to check what it does with them.`,
+      });
+    }
+    if (this.kept) {
+      const { worker, variable } = this.kept;
+      const where = sourceOf(world, this.kept);
+      warnings.push({
+        kind: "isolate-state",
+        message: `Worker ${worker} kept state between requests in the module-level variable ${variable}${where ? ` of ${where}` : ""}: here all the requests of a run share one isolate, so each found what the ones before it (a resend's first attempt among them) left there. Cloudflare may run them in different isolates, where none of it is, so a Worker that relies on it to be right (a lock, a record of what it did) can still fail in production; eutaxy does not run that case.`,
       });
     }
     for (const binding of [...this.replicaSessions].sort()) {

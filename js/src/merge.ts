@@ -40,7 +40,7 @@ const TREE_BOUNDS = ["maxFaultsPerRun", "maxRedeliveries", "maxConcurrentInvocat
  * whole check only if it holds of every shard's runs, all present (`complete`); a shard that ran
  * nothing says nothing either way. `platform-retries-cut`, `alarm-before-event`,
  * `event-delivered-late`, `queue-not-consumed` and `replica-reads` say something of some run, which holds of the whole check if it holds of
- * any shard's (an alarm's is counted in that shard's runs), as does `module-state`.
+ * any shard's (an alarm's is counted in that shard's runs), as do `module-state` and `isolate-state`.
  */
 function mergedWarnings(
   results: readonly ShardedResult[],
@@ -75,6 +75,8 @@ function mergedWarnings(
   if (late) warnings.push(late);
   const moduleState = first("module-state");
   if (moduleState) warnings.push(moduleState);
+  const kept = first("isolate-state");
+  if (kept) warnings.push(kept);
   // Said of some run too: each queue, and each binding's replica sessions, once.
   const said = new Set<string>();
   for (const warning of ordered

@@ -117,6 +117,7 @@ describe("--json follows docs/eutaxy.check.v1.schema.json", () => {
     const runs = [
       { cwd: `${fixtures}/module-state`, file: "./numbering.fixed.sim.ts", kinds: ["module-state"] },
       { cwd: `${fixtures}/module-state`, file: "./prices.sim.ts", kinds: ["module-state"] },
+      { cwd: `${fixtures}/module-state`, file: "./dedupe.sim.ts", kinds: ["isolate-state"] },
       { cwd: `${fixtures}/warnings`, file: "./lookup.sim.ts", kinds: ["no-request-succeeded"] },
       { cwd: `${fixtures}/warnings`, file: "./replica.sim.ts", kinds: ["replica-reads"] },
       { cwd: `${fixtures}/warnings`, file: "./slow.sim.ts", kinds: ["event-delivered-late"] },

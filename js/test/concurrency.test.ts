@@ -500,7 +500,7 @@ describe("module-level state, which partial-order reduction cannot see", () => {
       {
         kind: "module-state",
         message:
-          "Worker numbering changed the module-level variable served of js/test/fixtures/module-state/worker.fixed.ts while it served requests, which concurrent requests share and partial-order reduction cannot see, so every interleaving ran, with the code after each binding call's answer as a step of its own.",
+          "Worker numbering changed the module-level variable served of js/test/fixtures/module-state/worker.fixed.ts while it served requests, which concurrent requests share and partial-order reduction cannot see, so every interleaving ran, with the code after each binding call's answer as a step of its own. Here all the requests of a run share one isolate; Cloudflare may run them in different isolates, which do not share it.",
       },
     ]);
     // Without the reduction the runs watch it too, and run again in the same tree.
@@ -518,6 +518,21 @@ describe("module-level state, which partial-order reduction cannot see", () => {
     expect(fixed.partialOrderReduction).toBe(true);
     expect(fixed).not.toHaveProperty("warnings");
     expect(fixed.runs).toBeLessThan(full.runs);
+  });
+
+  it("warns, one request at a time, that requests found what earlier ones left in a module", async () => {
+    // A resend finds its order remembered in a Set: right in one isolate, not across two.
+    const kept = await check(numbering("dedupe.sim.ts"));
+    if (kept.verdict !== "BOUNDED") throw new Error(`expected BOUNDED, got ${kept.verdict}`);
+    expect(kept.warnings).toEqual([
+      {
+        kind: "isolate-state",
+        message:
+          "Worker numbering kept state between requests in the module-level variable logged of js/test/fixtures/module-state/worker.dedupe.ts: here all the requests of a run share one isolate, so each found what the ones before it (a resend's first attempt among them) left there. Cloudflare may run them in different isolates, where none of it is, so a Worker that relies on it to be right (a lock, a record of what it did) can still fail in production; eutaxy does not run that case.",
+      },
+    ]);
+    // A Worker that keeps nothing between requests gets no such warning.
+    expect(await check(example("service-binding/checkout.fixed.sim.ts"))).not.toHaveProperty("warnings");
   });
 
   it("leaves the reduction on for a Worker that keeps no module state", async () => {

@@ -167,6 +167,16 @@ describe("a verdict's warnings", () => {
     expect(kinds(mergeResults([first], ["1"]) as CheckResult)).toEqual([]);
   });
 
+  it("keep a module's state kept between requests, said of some run, from any shard", async () => {
+    const dedupe = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "module-state", "dedupe.sim.ts");
+    const parts: CheckResult[] = [];
+    for (const index of [0, 1]) parts.push(await check(dedupe, { shard: { index, count: 2 } }));
+    const said = parts.filter((p) => kinds(p).includes("isolate-state"));
+    expect(said.length).toBeGreaterThan(0);
+    expect(kinds(mergeResults(parts, ["1", "2"]) as CheckResult)).toEqual(["isolate-state"]);
+    expect(kinds(mergeResults([said[0] as CheckResult], ["1"]) as CheckResult)).toEqual(["isolate-state"]);
+  });
+
   it("keep the cut retries of any shard, even with a shard missing", async () => {
     const shards = [0, 1].map((index) => ({ index, count: 2 }));
     const parts: CheckResult[] = [];

@@ -104,7 +104,10 @@ interface Timer {
 /** A pending step of an interleaved run: what the engine is offered, and how to take it. */
 /** How a `Run` runs, besides its scenario and its plan. */
 export interface RunOptions {
-  /** Interleaved exploring runs: watch the Workers' module-level state (`moduleStateChanged`). */
+  /**
+   * Exploring runs: watch the Workers' module-level state, between steps when interleaved
+   * (`moduleStateChanged`), over the run when not (`moduleStateKept`).
+   */
   readonly watchModuleState?: boolean;
   /** Whether the engine may inject a fault at an effect: `maxFaultsPerRun` above 0. */
   readonly faults?: boolean;
@@ -232,10 +235,15 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   private timersFired = 0;
   /** Whether an invocation that ended left work behind (`Invocation.whenOver`). */
   private overWork = false;
-  /** Interleaved runs that watch the Workers' module-level state between steps (module-state.ts). */
+  /** Exploring runs that watch the Workers' module-level state (module-state.ts). */
   private readonly moduleState: ModuleStateWatch | undefined;
-  /** The first module-level variable a step changed, when the run watches them. */
+  /** Interleaved runs: the first module-level variable a step changed, when the run watches them. */
   moduleStateChanged: ModuleStateChange | undefined;
+  /**
+   * Runs of one invocation at a time: a module-level variable the run left changed, when it
+   * watches them. Every request of the run found what the ones before it left there.
+   */
+  moduleStateKept: ModuleStateChange | undefined;
   /**
    * Interleaved runs: binding calls that took effect and whose answer has not reached their
    * invocation yet; each is a step of its own (`answerSteps`).
@@ -255,7 +263,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     options: RunOptions = {},
   ) {
     this.clockMs = engine.nowMs();
-    if (options.watchModuleState && concurrency > 1) this.moduleState = new ModuleStateWatch();
+    if (options.watchModuleState) this.moduleState = new ModuleStateWatch();
     this.faults = options.faults ?? true;
     this.answersOf = options.answers ?? "objects";
   }
@@ -552,6 +560,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
       if (this.concurrency > 1) {
         await this.interleave(plan.events);
       } else {
+        this.moduleState?.start();
         for (const [at, index] of plan.events.entries()) {
           const event = this.events[index];
           if (!event) throw new Error(`the engine planned event ${index}, which the drivers do not have`);
@@ -560,6 +569,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
           const next = plan.events[at + 1];
           await this.drainPlatformWork(next === undefined ? undefined : this.events[next]);
         }
+        this.moduleStateKept = this.moduleState?.changed();
       }
       // The invocations over by the end: what the runtime does as each ends (disposing the stubs
       // it held) runs before the invariants read the final state.
