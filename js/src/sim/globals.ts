@@ -38,18 +38,24 @@ export interface DeterminismSource {
   processEnv?(): Record<string, string>;
   /**
    * A timer of the invocation that is running: `callback(...args)` after `ms` milliseconds of
-   * the run's clock, and every `ms` after that if `repeat`; `immediate` for a `setImmediate`
-   * (named so in the trace). Answers the timer's id.
+   * the run's clock, and every `ms` after that if `repeat`; `named` names it in the trace
+   * (`immediate` for a `setImmediate`) in place of `timer of <ms> ms`. Answers the timer's id.
    */
   setTimer?(
     callback: (...args: unknown[]) => void,
     ms: number,
     args: unknown[],
     repeat: boolean,
-    immediate?: boolean,
+    named?: string,
   ): number;
   /** Cancels the run's timer `id`; ids it did not give (or gave and fired) are ignored. */
   clearTimer?(id: number): void;
+  /**
+   * A read of a body through the runtime's I/O (`request.json()`): inside a Durable Object, the
+   * turn of the event loop it waits for, where other calls may reach the object; undefined
+   * elsewhere, where nothing else shares the invocation's state.
+   */
+  bodyRead?(): Promise<void> | undefined;
   /**
    * Platform work whose result is deterministic but whose completion the platform schedules
    * (Web Crypto runs on Node's thread pool): the result reaches the Worker when the run loop
@@ -105,6 +111,10 @@ const realMathRandom = Math.random.bind(Math);
 const realRandomUUID = crypto.randomUUID.bind(crypto);
 const realGetRandomValues = crypto.getRandomValues.bind(crypto);
 const realSetImmediate = globalThis.setImmediate;
+/** The methods of `Request` and `Response` that read the whole body. */
+const BODY_READS = ["text", "json", "arrayBuffer", "bytes", "formData", "blob"] as const;
+/** The body reads `install` put in place, so that a second install does not wrap them again. */
+const bodyReads = new WeakSet<object>();
 const realClearImmediate = globalThis.clearImmediate;
 const realSetTimeout = globalThis.setTimeout;
 const realSetInterval = globalThis.setInterval;
@@ -382,13 +392,44 @@ function install(): void {
         throw new TypeError(`The "callback" argument must be of type function. Received ${typeof callback}`);
       }
       const bound = AsyncResource.bind(callback as (...a: unknown[]) => void);
-      return new RunImmediate(source.setTimer(bound, 0, args, false, true));
+      return new RunImmediate(source.setTimer(bound, 0, args, false, "immediate"));
     } as typeof setImmediate;
     globalThis.clearImmediate = function clearImmediate(immediate: unknown): void {
       if (immediate instanceof RunImmediate) source?.clearTimer?.(immediate.timer);
       else Reflect.apply(realClearImmediate, globalThis, [immediate]);
     } as typeof clearImmediate;
     runImmediates.add(globalThis.setImmediate).add(globalThis.clearImmediate);
+  }
+  // Reading a body (`await request.json()`) is I/O in workerd, whose bodies are the runtime's
+  // streams: the read completes in a later turn of the event loop, and a Durable Object's input
+  // gate lets other calls in meanwhile, so a value read from storage before it may be stale
+  // after it (Miniflare 4.20260426: four `stub.fetch` POSTs whose handler reads a count, then
+  // the body, then writes the count plus one, leave 2). Node's bodies resolve in microtasks,
+  // where no other call could come in. The read starts at once, so `bodyUsed` and the errors of
+  // a body read twice are the host's.
+  for (const prototype of [Request.prototype, Response.prototype]) {
+    for (const method of BODY_READS) {
+      const original = Reflect.get(prototype, method) as
+        | ((...args: unknown[]) => Promise<unknown>)
+        | undefined;
+      if (typeof original !== "function" || bodyReads.has(original)) continue;
+      const read = async function (this: Request | Response, ...args: unknown[]): Promise<unknown> {
+        const result = Reflect.apply(original, this, args) as Promise<unknown>;
+        const turn = this.body === null ? undefined : source?.bodyRead?.();
+        if (turn) {
+          // The read's own failure is the caller's, after the turn: not an unhandled rejection.
+          result.catch(() => {});
+          await turn;
+        }
+        return result;
+      };
+      Object.defineProperty(read, "name", { value: method });
+      bodyReads.add(read);
+      Object.defineProperty(prototype, method, {
+        ...Object.getOwnPropertyDescriptor(prototype, method),
+        value: read,
+      });
+    }
   }
   // An abort given no reason has workerd's, whose message is not Node's.
   if (!IN_WORKERD) {

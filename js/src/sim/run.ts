@@ -97,7 +97,10 @@ interface Timer {
   readonly repeat: boolean;
   readonly callback: (...args: unknown[]) => void;
   readonly args: unknown[];
-  /** What the trace calls it: `timer of 5 ms`, or `immediate` for a `setImmediate`. */
+  /**
+   * What the trace calls it: `timer of 5 ms`, `immediate` for a `setImmediate`, `body read` for
+   * the turn a Durable Object's read of a body waits for.
+   */
   readonly name: string;
 }
 
@@ -380,16 +383,23 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     ms: number,
     args: unknown[],
     repeat: boolean,
-    immediate = false,
+    named?: string,
   ): number {
     const owner = this.running;
     if (!owner) throw new Error(GLOBAL_SCOPE);
     const delayMs = Math.max(0, Math.floor(ms));
     const id = ++this.timerIds;
-    const name = immediate ? "immediate" : `timer of ${delayMs} ms`;
+    const name = named ?? `timer of ${delayMs} ms`;
     this.timers.set(id, { id, owner, dueMs: this.nowMs() + delayMs, delayMs, repeat, callback, args, name });
     owner.timers++;
     return id;
+  }
+
+  bodyRead(): Promise<void> | undefined {
+    // A Durable Object's code shares the object's state with the other calls on it, which may
+    // come in while the read waits: a turn of 0 ms, which the schedule orders as a timer.
+    if (!this.running?.resource?.startsWith("DO:")) return undefined;
+    return new Promise((resolve) => this.setTimer(() => resolve(), 0, [], false, "body read"));
   }
 
   clearTimer(id: number): void {
