@@ -28,6 +28,14 @@ describe("a Durable Object reading a body", () => {
     expect(result.trace.join("\n")).toContain("req-1#1/0 body read fired");
   });
 
+  it("waits for no turn where eutaxy or a scenario's script reads a body the object sent", async () => {
+    const result = await check(fixture("forward.sim.ts"), { replay: "0000000000000001:1:-:0" });
+    if (result.verdict !== "HELD") throw new Error(`expected the run to hold, got ${result.verdict}`);
+    const trace = result.trace.join("\n");
+    expect(trace).toContain("req-1#1 answered 200 forwarded");
+    expect(trace).not.toContain("body read");
+  });
+
   it("is safe when the body is read before storage", async () => {
     const result = await check(fixture("body-first.sim.ts"));
     expect(result.verdict).toBe("BOUNDED");

@@ -10,7 +10,7 @@
  * before any Worker code is loaded.
  */
 
-import { AsyncResource } from "node:async_hooks";
+import { AsyncLocalStorage, AsyncResource } from "node:async_hooks";
 import { SimulationError } from "../errors.ts";
 import { defaultAbortReason, reasonFromRuntime } from "./abort.ts";
 import { installStatusText } from "./status-text.ts";
@@ -115,6 +115,17 @@ const realSetImmediate = globalThis.setImmediate;
 const BODY_READS = ["text", "json", "arrayBuffer", "bytes", "formData", "blob"] as const;
 /** The body reads `install` put in place, so that a second install does not wrap them again. */
 const bodyReads = new WeakSet<object>();
+/** Set while eutaxy's own code runs for a Worker (`asHost`): its body reads are no Worker's I/O. */
+const hostWork = new AsyncLocalStorage<true>();
+
+/**
+ * Runs `work` as eutaxy's own, not the running Worker's (an outbound script answering a fetch,
+ * the copy of a body kept for a redirect): the bodies it reads wait for no turn of the object
+ * it runs for.
+ */
+export function asHost<T>(work: () => T): T {
+  return hostWork.run(true, work);
+}
 const realClearImmediate = globalThis.clearImmediate;
 const realSetTimeout = globalThis.setTimeout;
 const realSetInterval = globalThis.setInterval;
@@ -415,7 +426,7 @@ function install(): void {
       if (typeof original !== "function" || bodyReads.has(original)) continue;
       const read = async function (this: Request | Response, ...args: unknown[]): Promise<unknown> {
         const result = Reflect.apply(original, this, args) as Promise<unknown>;
-        const turn = this.body === null ? undefined : source?.bodyRead?.();
+        const turn = this.body === null || hostWork.getStore() ? undefined : source?.bodyRead?.();
         if (turn) {
           // The read's own failure is the caller's, after the turn: not an unhandled rejection.
           result.catch(() => {});

@@ -21,7 +21,7 @@ import { InputError, SimulationError } from "../errors.ts";
 import { reasonFromRuntime } from "./abort.ts";
 import { cacheRefusal } from "./compatibility.ts";
 import type { RunContext } from "./context.ts";
-import { GLOBAL_SCOPE } from "./globals.ts";
+import { asHost, GLOBAL_SCOPE } from "./globals.ts";
 import { fetched } from "./immutable-headers.ts";
 
 /** Redirects one fetch follows at most, as the Fetch standard says. */
@@ -79,7 +79,10 @@ export function outboundFetch(run: RunContext, input: unknown, init: unknown): P
     () =>
       request.signal.aborted
         ? Promise.reject(request.signal.reason)
-        : untilAborted(answer(run, invocation.id, request, match), request.signal),
+        : untilAborted(
+            asHost(() => answer(run, invocation.id, request, match)),
+            request.signal,
+          ),
     // The scenario's outbound handlers are its functions, which may keep state between calls.
     {
       transient: () => Promise.reject(connectionLost()),
