@@ -142,7 +142,7 @@ export function foundAfter(result: Extract<CheckResult, { verdict: "VIOLATED" }>
 }
 
 /** The trace's line for a timer that fired, after the invocation's id (`sim/run.ts`). */
-const TIMER_FIRED = /^(timer of \d+ ms|immediate|body read) fired$/;
+const TIMER_FIRED = /^(timer of \d+ ms|immediate|body read|storage\.sync\(\)) fired$/;
 const LATE_ANSWER = /^gets the answer of effect #\d+$/;
 
 /**

@@ -1,7 +1,8 @@
 /**
- * A Durable Object's read of a body (`await request.json()`) is I/O in workerd: its input gate
- * lets other calls in while it waits, so a count read from storage before it can be stale after
- * it (Miniflare 4.20260426 loses increments so). js/test/fixtures/body-read.
+ * A Durable Object's read of a body (`await request.json()`) and its `storage.sync()` are I/O in
+ * workerd: its input gate lets other calls in while they wait, so a count read from storage
+ * before one can be stale after it (Miniflare 4.20260426 loses increments so).
+ * js/test/fixtures/body-read.
  */
 
 import { dirname, join } from "node:path";
@@ -39,5 +40,13 @@ describe("a Durable Object reading a body", () => {
   it("is safe when the body is read before storage", async () => {
     const result = await check(fixture("body-first.sim.ts"));
     expect(result.verdict).toBe("BOUNDED");
+  });
+});
+
+describe("a Durable Object's storage.sync()", () => {
+  it("lets another call in while it waits for the flush", async () => {
+    const result = violated(await check(fixture("sync.sim.ts")));
+    expect(result.message).toBe("the count is 1 after 2 increments");
+    expect(result.trace.join("\n")).toContain("req-1#1/0 storage.sync() fired");
   });
 });

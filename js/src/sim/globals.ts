@@ -51,11 +51,12 @@ export interface DeterminismSource {
   /** Cancels the run's timer `id`; ids it did not give (or gave and fired) are ignored. */
   clearTimer?(id: number): void;
   /**
-   * A read of a body through the runtime's I/O (`request.json()`): inside a Durable Object, the
-   * turn of the event loop it waits for, where other calls may reach the object; undefined
-   * elsewhere, where nothing else shares the invocation's state.
+   * A wait on the runtime's I/O that no binding call stands for (a read of a body, `storage.sync()`),
+   * named so in the trace: inside a Durable Object, the turn of the event loop it waits for, where
+   * other calls may reach the object; undefined elsewhere, where nothing else shares the
+   * invocation's state.
    */
-  bodyRead?(): Promise<void> | undefined;
+  ioTurn?(name: string): Promise<void> | undefined;
   /**
    * Platform work whose result is deterministic but whose completion the platform schedules
    * (Web Crypto runs on Node's thread pool): the result reaches the Worker when the run loop
@@ -125,6 +126,11 @@ const hostWork = new AsyncLocalStorage<true>();
  */
 export function asHost<T>(work: () => T): T {
   return hostWork.run(true, work);
+}
+
+/** The turn a wait on the runtime's I/O named `name` lets other calls in (`DeterminismSource.ioTurn`). */
+export function ioTurn(name: string): Promise<void> | undefined {
+  return hostWork.getStore() ? undefined : source?.ioTurn?.(name);
 }
 const realClearImmediate = globalThis.clearImmediate;
 const realSetTimeout = globalThis.setTimeout;
@@ -426,7 +432,7 @@ function install(): void {
       if (typeof original !== "function" || bodyReads.has(original)) continue;
       const read = async function (this: Request | Response, ...args: unknown[]): Promise<unknown> {
         const result = Reflect.apply(original, this, args) as Promise<unknown>;
-        const turn = this.body === null || hostWork.getStore() ? undefined : source?.bodyRead?.();
+        const turn = this.body === null ? undefined : ioTurn("body read");
         if (turn) {
           // The read's own failure is the caller's, after the turn: not an unhandled rejection.
           result.catch(() => {});

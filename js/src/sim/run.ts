@@ -98,8 +98,8 @@ interface Timer {
   readonly callback: (...args: unknown[]) => void;
   readonly args: unknown[];
   /**
-   * What the trace calls it: `timer of 5 ms`, `immediate` for a `setImmediate`, `body read` for
-   * the turn a Durable Object's read of a body waits for.
+   * What the trace calls it: `timer of 5 ms`, `immediate` for a `setImmediate`, `body read` or
+   * `storage.sync()` for the turn a Durable Object's wait on the runtime's I/O takes (`ioTurn`).
    */
   readonly name: string;
 }
@@ -395,11 +395,11 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     return id;
   }
 
-  bodyRead(): Promise<void> | undefined {
+  ioTurn(name: string): Promise<void> | undefined {
     // A Durable Object's code shares the object's state with the other calls on it, which may
-    // come in while the read waits: a turn of 0 ms, which the schedule orders as a timer.
+    // come in while it waits: a turn of 0 ms, which the schedule orders as a timer.
     if (!this.running?.resource?.startsWith("DO:")) return undefined;
-    return new Promise((resolve) => this.setTimer(() => resolve(), 0, [], false, "body read"));
+    return new Promise((resolve) => this.setTimer(() => resolve(), 0, [], false, name));
   }
 
   clearTimer(id: number): void {
