@@ -43,6 +43,7 @@ function decode(value) {
   if (Array.isArray(value)) return value.map(decode);
   if (value === null || typeof value !== "object") return value;
   if (value.$undefined) return undefined;
+  if (value.$symbol !== undefined) return Symbol(value.$symbol);
   if (value.$bigint !== undefined) return BigInt(value.$bigint);
   if (value.$number !== undefined) return Number(value.$number);
   if (value.$date !== undefined) return new Date(value.$date);
@@ -351,6 +352,26 @@ describe("Durable Object key-value storage fidelity against Miniflare", () => {
       call("list"),
       call("get", "d"),
       call("put", "f", 6),
+      call("list"),
+    ]);
+  });
+
+  it("refuses options that are not objects, a symbol as a key, and put(entries, value) alike", async () => {
+    await same([
+      call("get", "k", "x"),
+      call("get", ["k"], 5),
+      call("put", "k", 1, "x"),
+      call("put", { k: 1 }, "x"),
+      call("put", { k: 1 }, null),
+      call("delete", "k", "x"),
+      call("list", "x"),
+      call("getAlarm", "x"),
+      call("setAlarm", 4102444800000, "x"),
+      call("deleteAlarm", "x"),
+      call("get", { $symbol: "x" }),
+      call("delete", { $symbol: "x" }),
+      call("put", { $symbol: "x" }, 1),
+      call("get", "k", null),
       call("list"),
     ]);
   });

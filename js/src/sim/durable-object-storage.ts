@@ -51,6 +51,7 @@ import {
   KEYS_PER_CALL_MAX,
   keyList,
   keyOf,
+  keyText,
   tooManyKeys,
   undefinedValue,
 } from "./durable-object-values.ts";
@@ -90,8 +91,9 @@ export class SimDurableObjectStorage {
     return this.#sql;
   }
 
-  get(keys: unknown, _options?: unknown): Promise<unknown> {
+  get(keys: unknown, options?: unknown): Promise<unknown> {
     return attempt(() => {
+      checkOptions(options, "get", 2, "GetOptions");
       this.#current("storage.get()");
       if (Array.isArray(keys)) {
         const names = keyList(keys, this.#sqlite);
@@ -106,8 +108,15 @@ export class SimDurableObjectStorage {
     });
   }
 
-  put(keyOrEntries: unknown, value?: unknown, _options?: unknown): Promise<void> {
+  put(keyOrEntries: unknown, value?: unknown, options?: unknown): Promise<void> {
     return attempt(() => {
+      if (isEntries(keyOrEntries)) {
+        // put(entries, options): what follows the entries must be options.
+        if (value !== undefined && value !== null && typeof value !== "object")
+          throw new TypeError(PUT_FORMS);
+      } else {
+        checkOptions(options, "put", 3, "PutOptions");
+      }
       this.#current("storage.put()");
       const writes = this.#encodeWrites(keyOrEntries, value);
       this.#store.beforeWrite();
@@ -120,11 +129,15 @@ export class SimDurableObjectStorage {
     });
   }
 
-  delete(keys: unknown, _options?: unknown): Promise<boolean | number> {
+  delete(keys: unknown, options?: unknown): Promise<boolean | number> {
+    // workerd converts delete()'s arguments as it is called: options that are none, or a key
+    // that is no string (a symbol), throw there, where its other calls reject (Miniflare 4.20260426).
+    checkOptions(options, "delete", 2, "PutOptions");
+    const many = Array.isArray(keys);
+    const given = many ? keys.map(keyText) : keyText(keys);
     return attempt(() => {
       this.#current("storage.delete()");
-      const many = Array.isArray(keys);
-      const names = many ? keyList(keys, this.#sqlite) : [keyOf(keys, this.#sqlite)];
+      const names = Array.isArray(given) ? keyList(given, this.#sqlite) : [keyOf(given, this.#sqlite)];
       this.#store.beforeWrite();
       const deleted = applyWrites(
         this.#store,
@@ -137,6 +150,7 @@ export class SimDurableObjectStorage {
 
   list(options: ListOptions = {}): Promise<Map<string, unknown>> {
     return attempt(() => {
+      checkOptions(options, "list", 1, "ListOptions");
       this.#current("storage.list()");
       const entries = decodeEntries(scan(this.#store, listOptions(options)));
       this.#note(() => `storage.list() -> ${entries.size} keys`);
@@ -277,8 +291,9 @@ export class SimDurableObjectStorage {
     }
   }
 
-  getAlarm(_options?: unknown): Promise<number | null> {
+  getAlarm(options?: unknown): Promise<number | null> {
     return attempt(() => {
+      checkOptions(options, "getAlarm", 1, "GetAlarmOptions");
       this.#current("storage.getAlarm()");
       const alarm = visibleAlarm(this.#store, this.#hooks);
       this.#note(() => `storage.getAlarm() -> ${alarm}`);
@@ -286,8 +301,9 @@ export class SimDurableObjectStorage {
     });
   }
 
-  setAlarm(scheduledTime: unknown, _options?: unknown): Promise<void> {
+  setAlarm(scheduledTime: unknown, options?: unknown): Promise<void> {
     return attempt(() => {
+      checkOptions(options, "setAlarm", 2, "SetAlarmOptions");
       this.#current("storage.setAlarm()");
       const time = alarmTime(scheduledTime);
       this.#hooks.requireAlarmHandler();
@@ -297,8 +313,9 @@ export class SimDurableObjectStorage {
     });
   }
 
-  deleteAlarm(_options?: unknown): Promise<void> {
+  deleteAlarm(options?: unknown): Promise<void> {
     return attempt(() => {
+      checkOptions(options, "deleteAlarm", 1, "SetAlarmOptions");
       this.#current("storage.deleteAlarm()");
       this.#store.beforeWrite();
       this.#changeAlarm({ time: null });
@@ -336,7 +353,7 @@ export class SimDurableObjectStorage {
   }
 
   #encodeWrites(keyOrEntries: unknown, value: unknown): Write[] {
-    if (typeof keyOrEntries === "object" && keyOrEntries !== null && !Array.isArray(keyOrEntries)) {
+    if (isEntries(keyOrEntries)) {
       const entries = Object.entries(keyOrEntries);
       if (entries.length > KEYS_PER_CALL_MAX) throw tooManyKeys();
       return entries.map(([key, v]) => [checkedKey(key, this.#sqlite), this.#encode(key, v)]);
@@ -363,6 +380,28 @@ export class SimDurableObjectStorage {
     const generation = Number(this.#store.own("SELECT generation FROM _cf_ALARM WHERE id = 1").rows[0]?.[0]);
     this.#hooks.alarmSet(generation);
   }
+}
+
+/** Whether `put`'s first argument is its entries (`put(entries, options)`), not a key. */
+function isEntries(keyOrEntries: unknown): keyOrEntries is object {
+  return typeof keyOrEntries === "object" && keyOrEntries !== null && !Array.isArray(keyOrEntries);
+}
+
+/** workerd's refusal of `put(entries, value)`, whose second argument is no options. */
+const PUT_FORMS =
+  "put() may only be called with a single key-value pair and optional options as put(key, value, options) " +
+  "or with multiple key-value pairs and optional options as put(entries, options)";
+
+/**
+ * Refuses options that are not an object (a string, a number), as workerd's conversion of a
+ * dictionary argument does (Miniflare 4.20260426); `undefined` and `null` are no options.
+ */
+function checkOptions(options: unknown, method: string, position: number, type: string): void {
+  if (options === undefined || options === null) return;
+  if (typeof options === "object" || typeof options === "function") return;
+  throw new TypeError(
+    `Failed to execute '${method}' on 'DurableObjectStorage': parameter ${position} is not of type '${type}'.`,
+  );
 }
 
 /** A key or value as a trace shows it: JSON where it has one, cut after 120 characters. */

@@ -28,7 +28,12 @@ export function sortKeys(keys: string[]): string[] {
 }
 
 export function keyOf(key: unknown, sqlite: boolean): string {
-  return checkedKey(String(key), sqlite);
+  return checkedKey(keyText(key), sqlite);
+}
+
+/** A key as workerd converts it to a string: a symbol throws V8's TypeError, which String() would not. */
+export function keyText(key: unknown): string {
+  return `${key as string}`;
 }
 
 export function keyList(keys: unknown[], sqlite: boolean): string[] {
