@@ -43,6 +43,42 @@ function afterAnswer(trace: readonly string[], fault: FaultReport): string {
   return "";
 }
 
+/** The lines of what a queue did with a faulted batch's messages a fault's line is followed by at most. */
+const FATES_MAX = 3;
+/** Characters of a message's body such a line shows. */
+const FATE_BODY_MAX = 80;
+
+/**
+ * What a fault in a queue consumer's batch made the queue do with the batch's messages, as the
+ * trace says it (`batch-1#1 retries message 5f… (attempt 2 of 4 next): the handler returned, but
+ * …`): which message comes again, or goes to the dead letter queue, and why, under the fault's
+ * line. A fault elsewhere, or one after which the queue heard the batch's outcome, adds nothing.
+ */
+function messageFates(trace: readonly string[], fault: FaultReport): string[] {
+  const prefix = `${fault.invocation} `;
+  const fates = trace.filter(
+    (line) =>
+      line.startsWith(prefix) && /^(retries|dead-letters|drops) message /.test(line.slice(prefix.length)),
+  );
+  // A message is known by its body more than by its id: the line shows the body its delivery
+  // got (`gets message <id>, attempt 1 of 4: <body>`), cut short.
+  const bodies = new Map<string, string>();
+  for (const line of trace) {
+    const got = /^\S+ gets message ([0-9a-f]+), attempt \d+ of \d+: (.*)$/s.exec(line);
+    if (got && !bodies.has(got[1] as string)) bodies.set(got[1] as string, got[2] as string);
+  }
+  const withBody = (line: string): string =>
+    line.replace(/ message ([0-9a-f]+)/, (whole, id: string) => {
+      const body = bodies.get(id);
+      if (body === undefined) return whole;
+      return `${whole} ${body.length > FATE_BODY_MAX ? `${body.slice(0, FATE_BODY_MAX)}…` : body}`;
+    });
+  const shown = fates.slice(0, FATES_MAX).map((line) => `    ${withBody(line)}`);
+  if (fates.length > FATES_MAX)
+    shown.push(`    … and ${fates.length - FATES_MAX} more messages (--trace lists them)`);
+  return shown;
+}
+
 /** The trace's first eviction of an idle Durable Object, which no fault made, as the schedule names it. */
 function evicted(trace: readonly string[]): string {
   for (const line of trace) {
@@ -82,10 +118,10 @@ export function renderReport(result: CheckResult, notes: readonly string[] = [])
         `Schedule (run seed ${result.runSeed}), events kept: ${result.eventsKept.join(", ")}`,
         ...(result.faults.length === 0
           ? [`  no faults: the events alone break it${evicted(result.trace)}`]
-          : result.faults.map(
-              (f) =>
-                `  ${faultName(f.kind, f.label)} at ${f.invocation} effect #${f.effect} (${f.label})${afterAnswer(result.trace, f)}`,
-            )),
+          : result.faults.flatMap((f) => [
+              `  ${faultName(f.kind, f.label)} at ${f.invocation} effect #${f.effect} (${f.label})${afterAnswer(result.trace, f)}`,
+              ...messageFates(result.trace, f),
+            ])),
         ...interleaving(result),
         "",
         `Replay: ${replayCommand(result, result.runSeed)}`,

@@ -10,6 +10,7 @@ import { check } from "../check.ts";
 import { createEngine, type Engine } from "../engine.ts";
 import { InputError } from "../errors.ts";
 import type { WorkerConfig } from "../load/wrangler.ts";
+import { renderReport } from "../report.ts";
 import type { PlatformWork, RunContext } from "./context.ts";
 import type { EffectScope } from "./effect-scope.ts";
 import {
@@ -385,6 +386,10 @@ describe("delivery through check()", () => {
       "batch-1#2 succeeded on queue jobs: acked 1, retried 0",
       "the run is over: the invariants read the final state",
     ]);
+    // The report says it under the fault, with the message's body, without --trace.
+    expect(renderReport(result).split("\n")).toContain(
+      `    batch-1#1 retries message ${id} {"op":"quiet","key":"q"} (attempt 2 of 3 next): the handler returned, but the invocation died before its acknowledgement reached the queue`,
+    );
     const replayed = await check(fixture("lost-ack.sim.ts"), { replay: result.runSeed });
     if (replayed.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${replayed.verdict}`);
     expect(replayed.trace).toEqual(result.trace);
