@@ -395,6 +395,14 @@ describe("delivery through check()", () => {
     expect(replayed.trace).toEqual(result.trace);
   });
 
+  it("reads a retry's delay as workerd does, an int, whatever the Worker passes", async () => {
+    const result = await check(fixture("retry-delay-values/retry-delay-values.sim.ts"));
+    if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
+    // "x", 1.9, "2", -1 and null: 0, 1, 2, 0 and 0 s, and 2 ms for the delivery's two calls.
+    expect(result.message).toBe("retries waited [2,1002,2002,2,2] ms");
+    expect(result.trace.filter((line) => / threw /.test(line))).toEqual([]);
+  });
+
   it("finds a producer that swallows a failed send", async () => {
     const result = await check(fixture("send-failed/send-failed.sim.ts"));
     if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);

@@ -693,7 +693,7 @@ function messageBatch(
         },
         retry(options?: { delaySeconds?: number }): void {
           if (result.ackAll || result.acks.has(m.id)) return;
-          result.retries.set(m.id, options?.delaySeconds ?? result.retries.get(m.id));
+          result.retries.set(m.id, retryDelayOf(options) ?? result.retries.get(m.id));
         },
       });
     }),
@@ -706,9 +706,21 @@ function messageBatch(
       if (!result.retryAll) result.ackAll = true;
     },
     retryAll(options?: { delaySeconds?: number }): void {
-      if (!result.ackAll) result.retryAll = { delaySeconds: options?.delaySeconds };
+      if (!result.ackAll) result.retryAll = { delaySeconds: retryDelayOf(options) };
     },
   });
+}
+
+/**
+ * A retry's `delaySeconds` as workerd reads it: an `int` (its `QueueRetryOptions`), which V8
+ * converts as ToInt32 does, so `1.5` is 1 and a value that is no number (`"30"` aside) is 0,
+ * never an error (Miniflare 4.20260426 takes every such call). A negative delay delivers at
+ * once, as Miniflare's broker does; production's broker does not say.
+ */
+function retryDelayOf(options: { delaySeconds?: unknown } | undefined): number | undefined {
+  const value = options?.delaySeconds;
+  if (value === undefined) return undefined;
+  return Math.max(0, (value as number) | 0);
 }
 
 /**
