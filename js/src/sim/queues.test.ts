@@ -398,8 +398,9 @@ describe("delivery through check()", () => {
   it("reads a retry's delay as workerd does, an int, whatever the Worker passes", async () => {
     const result = await check(fixture("retry-delay-values/retry-delay-values.sim.ts"));
     if (result.verdict !== "VIOLATED") throw new Error(`expected VIOLATED, got ${result.verdict}`);
-    // "x", 1.9, "2", -1 and null: 0, 1, 2, 0 and 0 s, and 2 ms for the delivery's two calls.
-    expect(result.message).toBe("retries waited [2,1002,2002,2,2] ms");
+    // "x", 1.9, "2", -1, null, and 2 then none: 0, 1, 2, 0, 0 and 0 s, and 2 ms for the
+    // delivery's two calls.
+    expect(result.message).toBe("retries waited [2,1002,2002,2,2,2] ms");
     expect(result.trace.filter((line) => / threw /.test(line))).toEqual([]);
   });
 

@@ -606,6 +606,7 @@ function changesQueue(queue: SimQueue): FootprintEntry[] {
  * `retry` on a message wins, `ackAll` and `retryAll` exclude each other, and a call on a single
  * message takes precedence over the batch-level call whichever comes first, except that
  * `ack()` after `retryAll()` and `retry()` after `ackAll()` are ignored (workerd logs a warning).
+ * A message's later `retry()` replaces the delay of an earlier one.
  */
 class BatchResult {
   readonly acks = new Set<string>();
@@ -693,7 +694,9 @@ function messageBatch(
         },
         retry(options?: { delaySeconds?: number }): void {
           if (result.ackAll || result.acks.has(m.id)) return;
-          result.retries.set(m.id, retryDelayOf(options) ?? result.retries.get(m.id));
+          // Each call replaces the message's retry options (workerd upserts them), so a later
+          // retry() without a delay takes back an earlier one's.
+          result.retries.set(m.id, retryDelayOf(options));
         },
       });
     }),
