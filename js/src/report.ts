@@ -53,13 +53,20 @@ const FATE_BODY_MAX = 80;
  * trace says it (`batch-1#1 retries message 5f… (attempt 2 of 4 next): the handler returned, but
  * …`): which message comes again, or goes to the dead letter queue, and why, under the fault's
  * line. A fault elsewhere, or one after which the queue heard the batch's outcome, adds nothing.
+ * Without `invocation` (a counterexample without faults), each message's last fate in any batch:
+ * a handler that threw or retried is then what brought messages back.
  */
-function messageFates(trace: readonly string[], fault: FaultReport): string[] {
-  const prefix = `${fault.invocation} `;
-  const fates = trace.filter(
-    (line) =>
-      line.startsWith(prefix) && /^(retries|dead-letters|drops) message /.test(line.slice(prefix.length)),
-  );
+function messageFates(trace: readonly string[], invocation: string | undefined): string[] {
+  // Across batches a message's last fate says the most (dropped after its last attempt); one
+  // batch's lines name each message once.
+  const last = new Map<string, string>();
+  for (const line of trace) {
+    const m = /^(\S+) (?:retries|dead-letters|drops) message ([0-9a-f]+)/.exec(line);
+    if (m === null || (invocation !== undefined && m[1] !== invocation)) continue;
+    last.delete(m[2] as string);
+    last.set(m[2] as string, line);
+  }
+  const fates = [...last.values()];
   // A message is known by its body more than by its id: the line shows the body its delivery
   // got (`gets message <id>, attempt 1 of 4: <body>`), cut short.
   const bodies = new Map<string, string>();
@@ -75,7 +82,7 @@ function messageFates(trace: readonly string[], fault: FaultReport): string[] {
     });
   const shown = fates.slice(0, FATES_MAX).map((line) => `    ${withBody(line)}`);
   if (fates.length > FATES_MAX)
-    shown.push(`    … and ${fates.length - FATES_MAX} more messages (--trace lists them)`);
+    shown.push(`    … and ${plural(fates.length - FATES_MAX, "more message")} (--trace lists them)`);
   return shown;
 }
 
@@ -117,10 +124,13 @@ export function renderReport(result: CheckResult, notes: readonly string[] = [])
         "",
         `Schedule (run seed ${result.runSeed}), events kept: ${result.eventsKept.join(", ")}`,
         ...(result.faults.length === 0
-          ? [`  no faults: the events alone break it${evicted(result.trace)}`]
+          ? [
+              `  no faults: the events alone break it${evicted(result.trace)}`,
+              ...messageFates(result.trace, undefined),
+            ]
           : result.faults.flatMap((f) => [
               `  ${faultName(f.kind, f.label)} at ${f.invocation} effect #${f.effect} (${f.label})${afterAnswer(result.trace, f)}`,
-              ...messageFates(result.trace, f),
+              ...messageFates(result.trace, f.invocation),
             ])),
         ...interleaving(result),
         "",

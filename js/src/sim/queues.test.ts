@@ -434,6 +434,13 @@ describe("delivery through check()", () => {
       `batch-1#3 dead-letters message ${b} to jobs-dlq after attempt 3 of 3 (max_retries 2): the handler threw`,
       `batch-1#3 dead-letters message ${c} to jobs-dlq after attempt 3 of 3 (max_retries 2): the handler threw`,
     ]);
+    // Without a fault, the report says each message's last fate, with its body.
+    const report = renderReport(result).split("\n");
+    const schedule = report.indexOf("  no faults: the events alone break it");
+    expect(report.slice(schedule + 1, schedule + 3)).toEqual([
+      `    batch-1#3 dead-letters message ${b} {"op":"retry-once","key":"b"} to jobs-dlq after attempt 3 of 3 (max_retries 2): the handler threw`,
+      `    batch-1#3 dead-letters message ${c} {"op":"throw","key":"c"} to jobs-dlq after attempt 3 of 3 (max_retries 2): the handler threw`,
+    ]);
     // The dead letter queue's consumer (max_retries 0) gets c under its id, as a first attempt.
     expect(result.trace).toContain(`batch-2#1 gets message ${c}, attempt 1 of 1: {"op":"throw","key":"c"}`);
   });
