@@ -130,7 +130,8 @@ export function renderReport(result: CheckResult, notes: readonly string[] = [])
             ]
           : result.faults.flatMap((f) => [
               `  ${faultName(f.kind, f.label)} at ${f.invocation} effect #${f.effect} (${f.label})${afterAnswer(result.trace, f)}`,
-              ...messageFates(result.trace, f.invocation),
+              // A fault in a callee the batch's call hosts (`batch-1#1/2`) failed the batch too.
+              ...messageFates(result.trace, f.invocation.split("/")[0]),
             ])),
         ...interleaving(result),
         "",
