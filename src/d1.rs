@@ -884,7 +884,26 @@ impl Databases {
             ))
             .into());
         }
-        run_setup_script(&database.connection, sql).map_err(|(statement, offset, e)| {
+        // D1 applies a file as one batch, one transaction (`wrangler d1 execute` and `wrangler
+        // d1 migrations apply` send it so): `PRAGMA foreign_keys = off` changes nothing there,
+        // and `PRAGMA defer_foreign_keys = on` lets a row refer to one a later statement of the
+        // file inserts, checked when the file commits. A database opened during a run is inside
+        // the run's transaction already, so the file is a savepoint there.
+        let connection = &database.connection;
+        let outermost = connection.is_autocommit();
+        let (open, close, undo) = if outermost {
+            ("BEGIN", "COMMIT", "ROLLBACK")
+        } else {
+            (
+                "SAVEPOINT eutaxy_setup",
+                "RELEASE eutaxy_setup",
+                "ROLLBACK TO eutaxy_setup; RELEASE eutaxy_setup",
+            )
+        };
+        let cannot =
+            |e: rusqlite::Error| Error::new(format!("cannot set up D1 database '{name}': {e}"));
+        connection.execute_batch(open).map_err(cannot)?;
+        let applied = run_setup_script(connection, sql).map_err(|(statement, offset, e)| {
             let message = match &e {
                 StatementError::Sqlite(e) | StatementError::Unprepared(e, _) => message(e),
                 StatementError::Message(m) => m.clone(),
@@ -893,7 +912,21 @@ impl Databases {
                 error: Error::new(format!("statement {statement}: {message}")),
                 at: Some(script::position(sql, offset)),
             }
-        })
+        });
+        let committed = applied.and_then(|()| {
+            connection.execute_batch(close).map_err(|e| SetupError {
+                error: Error::new(format!(
+                    "{} as the file's transaction commits: a row its PRAGMA defer_foreign_keys \
+                     let through still refers to none",
+                    message(&e)
+                )),
+                at: None,
+            })
+        });
+        if committed.is_err() {
+            connection.execute_batch(undo).map_err(cannot)?;
+        }
+        committed
     }
 
     /// Snapshots every database; from now on `restore` returns to this state.
@@ -1473,6 +1506,10 @@ fn run_script(
 /// failure gives the statement's number, the byte offset in `sql` to point at (the token
 /// SQLite blames, or else the statement's first token), and the error. It compiles each
 /// statement twice (once to learn where it ends), which setup, done once a check, can afford.
+/// The first words of the statements that manage a transaction, which D1 refuses in a file.
+const SETUP_TRANSACTION_WORDS: [&str; 6] =
+    ["BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"];
+
 fn run_setup_script(
     connection: &Connection,
     sql: &str,
@@ -1495,6 +1532,19 @@ fn run_setup_script(
         let end = start + length;
         let at = script::first_token(sql, start);
         count += 1;
+        // The file is one transaction, which D1 lets no statement of it open, end or nest.
+        let word = authorize::first_word(&sql[start..end]);
+        if SETUP_TRANSACTION_WORDS
+            .iter()
+            .any(|w| w.eq_ignore_ascii_case(word))
+        {
+            let message = format!(
+                "{} (D1 applies a file in a transaction of its own, as wrangler d1 execute and \
+                 wrangler d1 migrations apply do)",
+                authorize::TRANSACTION_REFUSED
+            );
+            return Err((count, at, StatementError::Message(message)));
+        }
         if count > STATEMENTS_MAX as u64 {
             let message = format!("a script may hold at most {STATEMENTS_MAX} statements");
             return Err((count, at, StatementError::Message(message)));
@@ -1733,6 +1783,79 @@ mod tests {
             setup_failure_at("CREATE TABLE a (x);\nCREATE TABLE b (y"),
             at(2, 1, "statement 2: incomplete input")
         );
+    }
+
+    /// A setup file is one transaction, as D1 applies it (compared with Miniflare 4.20260426.0's
+    /// D1, which `wrangler d1 execute --local` and `wrangler d1 migrations apply --local` use).
+    #[test]
+    fn setup_applies_a_file_as_one_transaction() {
+        let mut databases = Databases::new();
+        databases.open("DB").unwrap();
+        let tables = "CREATE TABLE users (id TEXT PRIMARY KEY);\n\
+                      CREATE TABLE orders (id TEXT PRIMARY KEY, user_id TEXT REFERENCES users(id));\n";
+        databases.setup("DB", tables).unwrap();
+        // `wrangler d1 export` starts a file so: a row may refer to one a later statement inserts.
+        databases
+            .setup(
+                "DB",
+                "PRAGMA defer_foreign_keys = on;\nINSERT INTO orders VALUES ('o1', 'u1');\n\
+                 INSERT INTO users VALUES ('u1');",
+            )
+            .unwrap();
+        // Turning foreign keys off does nothing inside it: a drizzle-kit migration that rebuilds
+        // a table other rows refer to fails, as it does on D1.
+        let (message, line, column) = setup_failure_at_after(
+            &mut databases,
+            "PRAGMA foreign_keys = OFF;\nCREATE TABLE users2 (id TEXT PRIMARY KEY);\nDROP TABLE users;",
+        );
+        assert_eq!(
+            (message.as_str(), line, column),
+            ("statement 3: FOREIGN KEY constraint failed", 3, 1)
+        );
+        // What failed left nothing behind: users2 is gone with it.
+        let left = databases
+            .run(
+                "DB",
+                "SELECT count(*) FROM sqlite_master WHERE name = 'users2'",
+                &[],
+            )
+            .unwrap();
+        assert_eq!(left.rows[0][0], Value::Integer(0));
+        // A deferred reference still dangling when the file commits fails the file, at no statement.
+        let error = databases
+            .setup(
+                "DB",
+                "PRAGMA defer_foreign_keys = on;\nINSERT INTO orders VALUES ('o2', 'nobody');",
+            )
+            .unwrap_err();
+        assert_eq!(error.at, None);
+        assert!(
+            error
+                .message()
+                .starts_with("FOREIGN KEY constraint failed as the file's transaction commits"),
+            "{}",
+            error.message()
+        );
+        let orders = databases
+            .run("DB", "SELECT count(*) FROM orders", &[])
+            .unwrap();
+        assert_eq!(orders.rows[0][0], Value::Integer(1));
+        // A statement that would open, end or nest a transaction is refused, as D1 refuses it.
+        let (message, line, column) = setup_failure_at_after(
+            &mut databases,
+            "BEGIN TRANSACTION;\nCREATE TABLE t (x);\nCOMMIT;",
+        );
+        assert!(
+            message.starts_with("statement 1: To execute a transaction, please use"),
+            "{message}"
+        );
+        assert_eq!((line, column), (1, 1));
+    }
+
+    fn setup_failure_at_after(databases: &mut Databases, sql: &str) -> (String, usize, usize) {
+        let error = databases.setup("DB", sql).unwrap_err();
+        let at = error.at.expect("a position");
+        (error.message().to_string(), at.line, at.column)
     }
 
     #[test]
