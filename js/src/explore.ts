@@ -770,7 +770,7 @@ function probeModules(engine: Engine, world: World): void {
       try {
         exports = worker.module.instantiate(
           runtimeModules(
-            () => ({}),
+            () => importTimeEnv(worker),
             () => {
               throw new Error(GLOBAL_SCOPE);
             },
@@ -812,6 +812,30 @@ function probeModules(engine: Engine, world: World): void {
     deactivate();
   }
   for (const worker of world.workers) exportedEntrypoints(worker, exportsOf);
+}
+
+/**
+ * The `env` of `cloudflare:workers` while the probe evaluates a Worker's module, as workerd gives
+ * it at the top level: its vars and secrets as they are, so that a module that reads its
+ * configuration as it loads (`if (!env.API_KEY) throw …`) loads as it does there. A binding is a
+ * stand-in that answers every property with a function and every call with another stand-in, so
+ * that a module may keep it or a client over it (`drizzle(env.DB)`); what the module does with it
+ * at import is the runs' to judge, where each binding is the run's own and its I/O is refused.
+ */
+function importTimeEnv(worker: SimWorker): Record<string, unknown> {
+  const env: Record<string, unknown> = { ...worker.vars };
+  for (const name of worker.bindings.keys()) env[name] = bindingStandIn({});
+  return env;
+}
+
+/** An object (a binding) or a function (its methods, what they answer) that is a stand-in all the way down. */
+function bindingStandIn(target: object): object {
+  return new Proxy(target, {
+    // Not a thenable: awaiting one would wait for nothing.
+    get: (_target, key) => (key === "then" || typeof key === "symbol" ? undefined : bindingStandIn(() => {})),
+    apply: () => bindingStandIn(() => {}),
+    construct: () => bindingStandIn(() => {}),
+  });
 }
 
 /** What a module that uses an API eutaxy does not simulate (the Cache API) as it loads throws. */
