@@ -29,7 +29,7 @@ import { KV_SCHEMA, kvEntriesSql } from "./sim/kv.ts";
 import { withAnyMigrationsHint, withMigrationsHint } from "./sim/migrations-hint.ts";
 import { refusedAtImport } from "./sim/outbound.ts";
 import { QUEUE_SCHEMA } from "./sim/queues.ts";
-import { loggedText, Run } from "./sim/run.ts";
+import { loggedText, processEnvOf, Run } from "./sim/run.ts";
 import { runtimeModules } from "./sim/runtime-modules.ts";
 import { d1Store, kvStoreOf } from "./sim/store-names.ts";
 import type { SimWorker, World } from "./sim/world.ts";
@@ -762,10 +762,14 @@ function probeModules(engine: Engine, world: World): void {
     inGlobalScope: () => true,
     // Said below of the Worker whose module loads, at the line that used it.
     notSimulated: (what) => new NotSimulatedAtImport(what),
+    // As workerd fills it before a module loads, so that one may read its configuration there.
+    processEnv: () => (loading ? processEnvOf(loading) : {}),
   });
   const exportsOf = new Map<SimWorker, Record<string, unknown>>();
+  let loading: SimWorker | undefined;
   try {
     for (const worker of world.workers) {
+      loading = worker;
       let exports: Record<string, unknown>;
       try {
         exports = worker.module.instantiate(

@@ -1420,7 +1420,7 @@ function hungError(): Error {
  * `process.env` as Cloudflare fills it for `worker`: with `nodejs_compat` and a compatibility date
  * from 2025-04-01 (`nodejs_compat_populate_process_env`), its vars and secrets; else empty.
  */
-function processEnvOf(worker: SimWorker): Record<string, string> {
+export function processEnvOf(worker: SimWorker): Record<string, string> {
   const config = worker.config;
   const flags = config?.compatibilityFlags ?? [];
   const populated =
