@@ -491,7 +491,7 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
   const build = optionalObject(config.build, keyPath("build"));
   const buildCommand = optionalString(build?.command, `${keyPath("build")}.command`);
   const tsconfig = optionalString(config.tsconfig, keyPath("tsconfig"));
-  // Wrangler reads `alias` from the top level alone, an environment's own included.
+  // Wrangler reads `alias` from the top level alone: an environment's own is not read.
   const alias = optionalObject(raw.alias, "alias");
   for (const [key, value] of Object.entries(alias ?? {})) {
     if (typeof value !== "string") fail(`alias["${key}"] must be a string: the module that replaces ${key}`);
