@@ -167,6 +167,13 @@ export interface FinalState {
   kv(binding: string, key: string, type: "arrayBuffer" | { type: "arrayBuffer" }): ArrayBuffer | null;
   /** A KV namespace's keys, sorted. */
   kvKeys(binding: string): string[];
+  /**
+   * An R2 bucket's object `key` (`BUCKET`, `media/BUCKET`) as text (its bytes decoded as UTF-8,
+   * as `text()` decodes them), or null when the bucket has no such object.
+   */
+  r2(binding: string, key: string): string | null;
+  /** An R2 bucket's keys, sorted as R2 lists them. */
+  r2Keys(binding: string): string[];
   /** Rows of a query over the SQLite storage of the Durable Object `binding` names by `name`. */
   durableObject(binding: string, name: string, sql: string, ...params: unknown[]): Record<string, unknown>[];
   /** A value the Durable Object `binding` names by `name` keeps with `ctx.storage.put(key, …)`. */

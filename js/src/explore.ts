@@ -29,6 +29,7 @@ import { KV_SCHEMA, kvEntriesSql } from "./sim/kv.ts";
 import { withAnyMigrationsHint, withMigrationsHint } from "./sim/migrations-hint.ts";
 import { refusedAtImport } from "./sim/outbound.ts";
 import { QUEUE_SCHEMA } from "./sim/queues.ts";
+import { R2_SCHEMA } from "./sim/r2.ts";
 import { loggedText, processEnvOf, Run } from "./sim/run.ts";
 import { runtimeModules } from "./sim/runtime-modules.ts";
 import { d1Store, kvStoreOf } from "./sim/store-names.ts";
@@ -689,7 +690,7 @@ function engineInvariants(world: World): InvariantSpec[] {
 }
 
 /**
- * Opens every store (D1 databases, KV namespaces, queues), applies the scenario's schemas, and
+ * Opens every store (D1 databases, KV namespaces, R2 buckets, queues), applies the scenario's schemas, and
  * seals the post-setup state every run starts from.
  */
 function setUpStores(
@@ -701,6 +702,10 @@ function setUpStores(
   for (const store of world.kvStores) {
     engine.d1Open(store);
     engine.d1Setup(store, KV_SCHEMA);
+  }
+  for (const store of world.r2Stores) {
+    engine.d1Open(store);
+    engine.d1Setup(store, R2_SCHEMA);
   }
   for (const queue of world.queues.values()) {
     engine.d1Open(queue.store);

@@ -269,7 +269,7 @@ describe("bad input", () => {
     expectBadInput(
       eutaxy(["check", "./unsupported.sim.ts"], bad),
       "unsupported/wrangler.jsonc",
-      /r2_buckets\[0\] binds BUCKET, and the Worker used it, but eutaxy does not simulate/,
+      /analytics_engine_datasets\[0\] binds EVENTS, and the Worker used it, but eutaxy does not simulate/,
     );
   });
 

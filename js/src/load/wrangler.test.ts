@@ -21,6 +21,7 @@ describe("readWranglerConfig", () => {
         "d1_databases": [{ "binding": "DB", "database_name": "payments", "database_id": "abc" }],
         "services": [{ "binding": "LEDGER", "service": "ledger", "entrypoint": "Ledger", "props": { "tenant": 1 } }],
         "kv_namespaces": [{ "binding": "CACHE", "id": "x" }],
+        "r2_buckets": [{ "binding": "UPLOADS", "bucket_name": "uploads", "preview_bucket_name": "uploads-dev" }, { "binding": "TMP" }],
         "observability": { "enabled": true }, /* not used by eutaxy, not rejected */
       }`,
     );
@@ -34,6 +35,10 @@ describe("readWranglerConfig", () => {
       d1Databases: [{ binding: "DB", databaseName: "payments", databaseId: "abc" }],
       services: [{ binding: "LEDGER", service: "ledger", entrypoint: "Ledger", props: { tenant: 1 } }],
       kvNamespaces: [{ binding: "CACHE", id: "x" }],
+      r2Buckets: [
+        { binding: "UPLOADS", bucketName: "uploads", previewBucketName: "uploads-dev" },
+        { binding: "TMP" },
+      ],
       durableObjects: [],
       durableObjectClasses: new Map(),
       queueProducers: [],
@@ -112,8 +117,9 @@ main = "worker.ts"
 ai = { binding = "AI" }
 media = { binding = "MEDIA" }
 
-[[r2_buckets]]
-binding = "BUCKET"
+[[hyperdrive]]
+binding = "HYPERDRIVE"
+id = "h1"
 
 [[ratelimits]]
 name = "LIMITER"
@@ -142,7 +148,7 @@ bindings = [{ name = "LOGS", destination = "logs" }]
 `,
     );
     expect(readWranglerConfig(file).unsupported).toEqual([
-      { binding: "BUCKET", field: "r2_buckets[0]" },
+      { binding: "HYPERDRIVE", field: "hyperdrive[0]" },
       { binding: "MAIL", field: "send_email[0]" },
       { binding: "LIMITER", field: "ratelimits[0]" },
       { binding: "API_KEY", field: "secrets_store_secrets[0]" },
@@ -322,6 +328,7 @@ alias = { "@billing/clock" = "./other.ts" }
       d1Databases: [],
       services: [],
       kvNamespaces: [],
+      r2Buckets: [],
       durableObjects: [],
       durableObjectClasses: new Map(),
       queueProducers: [],
@@ -476,6 +483,7 @@ triggers = { crons = [] }
       d1Databases: [{ binding: "DB", databaseName: "orders-staging" }],
       services: [],
       kvNamespaces: [],
+      r2Buckets: [],
       durableObjects: [],
       durableObjectClasses: new Map([["Counter", { sqlite: true }]]),
       queueProducers: [{ binding: "JOBS", queue: "jobs-staging" }],

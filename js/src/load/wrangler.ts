@@ -1,6 +1,6 @@
 /**
  * Reads a Worker's wrangler config (`wrangler.jsonc`, `wrangler.json` or `wrangler.toml`) into
- * the fields a check uses: the Worker's name, its entry module, its bindings (vars, D1, KV,
+ * the fields a check uses: the Worker's name, its entry module, its bindings (vars, D1, KV, R2,
  * service bindings, Durable Objects, queue producers, and those of kinds eutaxy does not
  * simulate), its queue consumers and cron triggers, its module rules; at the top level, or as one of its
  * environments (`env.<name>`) with wrangler's inheritance. Also reads the local secrets
@@ -42,6 +42,13 @@ export interface ServiceBinding {
 export interface KvNamespaceBinding {
   readonly binding: string;
   readonly id?: string;
+}
+
+export interface R2BucketBinding {
+  readonly binding: string;
+  readonly bucketName?: string;
+  /** The bucket `wrangler dev` uses instead of `bucket_name`. */
+  readonly previewBucketName?: string;
 }
 
 export interface DurableObjectBinding {
@@ -126,6 +133,7 @@ export interface WorkerConfig {
   readonly d1Databases: readonly D1DatabaseBinding[];
   readonly services: readonly ServiceBinding[];
   readonly kvNamespaces: readonly KvNamespaceBinding[];
+  readonly r2Buckets: readonly R2BucketBinding[];
   readonly durableObjects: readonly DurableObjectBinding[];
   /** Classes declared by `migrations` (`new_classes`, `new_sqlite_classes`) and whether SQLite-backed. */
   readonly durableObjectClasses: ReadonlyMap<string, { readonly sqlite: boolean }>;
@@ -152,7 +160,6 @@ export interface WorkerConfig {
  * Worker, which wrangler refuses for a module Worker, the only kind eutaxy runs.)
  */
 const UNSUPPORTED_LISTS = {
-  r2_buckets: "binding",
   hyperdrive: "binding",
   analytics_engine_datasets: "binding",
   workflows: "binding",
@@ -204,6 +211,7 @@ const READ_KEYS = [
   "triggers",
   "d1_databases",
   "kv_namespaces",
+  "r2_buckets",
   "services",
   "migrations",
   "env",
@@ -562,6 +570,17 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
     return { binding: requiredString(entry.binding, `${at}.binding`), ...(id !== undefined ? { id } : {}) };
   });
 
+  const r2Buckets = entries("r2_buckets").map((entry, i): R2BucketBinding => {
+    const at = `${keyPath("r2_buckets")}[${i}]`;
+    const bucketName = optionalString(entry.bucket_name, `${at}.bucket_name`);
+    const previewBucketName = optionalString(entry.preview_bucket_name, `${at}.preview_bucket_name`);
+    return {
+      binding: requiredString(entry.binding, `${at}.binding`),
+      ...(bucketName !== undefined ? { bucketName } : {}),
+      ...(previewBucketName !== undefined ? { previewBucketName } : {}),
+    };
+  });
+
   const durableObjectsAt = `${keyPath("durable_objects")}.bindings`;
   const durableObjectsField = optionalObject(config.durable_objects, keyPath("durable_objects")) ?? {};
   const durableObjects = entries("bindings", durableObjectsField, durableObjectsAt).map(
@@ -669,6 +688,7 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
   for (const [i, service] of services.entries()) declare(service.binding, `${keyPath("services")}[${i}]`);
   for (const key of Object.keys(vars)) declare(key, `${keyPath("vars")}.${key}`);
   for (const [i, kv] of kvNamespaces.entries()) declare(kv.binding, `${keyPath("kv_namespaces")}[${i}]`);
+  for (const [i, r2] of r2Buckets.entries()) declare(r2.binding, `${keyPath("r2_buckets")}[${i}]`);
   for (const [i, object] of durableObjects.entries()) declare(object.name, `${durableObjectsAt}[${i}]`);
   for (const [i, producer] of queueProducers.entries())
     declare(producer.binding, `${queuesAt}.producers[${i}]`);
@@ -694,6 +714,7 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
     d1Databases,
     services,
     kvNamespaces,
+    r2Buckets,
     durableObjects,
     durableObjectClasses,
     queueProducers,
@@ -708,6 +729,7 @@ function normalize(path: string, file: string, raw: unknown, env: string | undef
 const SIMULATED_LISTS = {
   d1_databases: "binding",
   kv_namespaces: "binding",
+  r2_buckets: "binding",
   services: "binding",
   "durable_objects.bindings": "name",
   "queues.producers": "binding",

@@ -12,6 +12,7 @@ import { createDurableObjectNamespace } from "./durable-objects.ts";
 import type { EffectScope } from "./effect-scope.ts";
 import { createKvNamespace } from "./kv.ts";
 import { createQueueProducer } from "./queues.ts";
+import { createR2Bucket } from "./r2.ts";
 import { createServiceBinding, serviceCalls } from "./service.ts";
 import type { BindingSpec, SimWorker } from "./world.ts";
 
@@ -60,6 +61,9 @@ export function buildEnv(run: RunContext, worker: SimWorker, scope: EffectScope)
         break;
       case "kv":
         env[name] = createKvNamespace(spec, scope, run);
+        break;
+      case "r2":
+        env[name] = createR2Bucket(spec, scope, run);
         break;
       case "durableObject":
         env[name] = createDurableObjectNamespace(spec, scope, run, rpc);

@@ -15,6 +15,7 @@ import { durableObjectStore } from "./durable-objects.ts";
 import { type KvStateType, kvKeys, kvRead } from "./kv.ts";
 import { withMigrationsHint } from "./migrations-hint.ts";
 import { queueBodies } from "./queues.ts";
+import { r2Keys, r2Read } from "./r2.ts";
 import { bindingNames, d1Store, ownerOf } from "./store-names.ts";
 import type { BindingSpec, World } from "./world.ts";
 
@@ -22,6 +23,7 @@ import type { BindingSpec, World } from "./world.ts";
 const KIND_NAMES: Readonly<Record<string, string>> = {
   d1: "D1",
   kv: "KV",
+  r2: "R2",
   durableObject: "Durable Object",
   queue: "queue",
   service: "service",
@@ -110,6 +112,14 @@ export function finalState(
     kvKeys: (name) => {
       const spec = binding(name, "kv");
       return spec.kind === "kv" ? kvKeys(kvEngine, spec.store) : [];
+    },
+    r2: (name, key) => {
+      const spec = binding(name, "r2");
+      return spec.kind === "r2" ? r2Read(kvEngine, spec.store, key) : null;
+    },
+    r2Keys: (name) => {
+      const spec = binding(name, "r2");
+      return spec.kind === "r2" ? r2Keys(kvEngine, spec.store) : [];
     },
     durableObject: (name, objectName, sql, ...params) => {
       const spec = binding(name, "durableObject");

@@ -16,7 +16,13 @@ import type {
 import { InputError, shown, shownConfig } from "../errors.ts";
 import { bundleWorker, type WorkerModule } from "../load/bundle.ts";
 import type { LoadedScenario } from "../load/scenario.ts";
-import type { D1DatabaseBinding, KvNamespaceBinding, QueueConsumer, WorkerConfig } from "../load/wrangler.ts";
+import type {
+  D1DatabaseBinding,
+  KvNamespaceBinding,
+  QueueConsumer,
+  R2BucketBinding,
+  WorkerConfig,
+} from "../load/wrangler.ts";
 import { readDevVars, readWranglerConfig } from "../load/wrangler.ts";
 import { nodejsCompat } from "./compatibility.ts";
 import { environmentHintFor } from "./environment-hint.ts";
@@ -49,14 +55,15 @@ export interface DurableObjectNamespace {
 }
 
 /**
- * What one env name of a Worker is bound to. Vars are plain values and not listed here. A D1 or
- * KV binding's `store` is the engine store of the database or namespace it reaches, named after
+ * What one env name of a Worker is bound to. Vars are plain values and not listed here. A D1, KV
+ * or R2 binding's `store` is the engine store of the database, namespace or bucket it reaches, named after
  * the first binding of the scenario that reaches it (see `shareStores`).
  */
 export type BindingSpec =
   | { readonly kind: "d1"; readonly name: string; readonly store: string }
   | { readonly kind: "service"; readonly name: string; readonly target: ServiceTarget }
   | { readonly kind: "kv"; readonly name: string; readonly store: string }
+  | { readonly kind: "r2"; readonly name: string; readonly store: string }
   | {
       readonly kind: "durableObject";
       readonly name: string;
@@ -101,6 +108,8 @@ export interface World {
   readonly databases: readonly string[];
   /** Every KV namespace's store, once each (`kv:CACHE`), named as a database's is. */
   readonly kvStores: readonly string[];
+  /** Every R2 bucket's store, once each (`r2:BUCKET`), named as a database's is. */
+  readonly r2Stores: readonly string[];
   readonly queues: ReadonlyMap<string, SimQueue>;
   /** Scripted answers for outbound `fetch`, by URL prefix. */
   readonly outbound: readonly OutboundHandlers[];
@@ -120,6 +129,9 @@ async function loadWorker(
     bindings.set(d.binding, { kind: "d1", name: d.binding, store: `${p}${d.binding}` });
   for (const k of config?.kvNamespaces ?? []) {
     bindings.set(k.binding, { kind: "kv", name: k.binding, store: `kv:${p}${k.binding}` });
+  }
+  for (const r of config?.r2Buckets ?? []) {
+    bindings.set(r.binding, { kind: "r2", name: r.binding, store: `r2:${p}${r.binding}` });
   }
   for (const q of config?.queueProducers ?? []) {
     bindings.set(q.binding, { kind: "queue", name: q.binding, queue: q.queue });
@@ -314,13 +326,14 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
   const shared = shareStores(workers);
   const queues = collectQueues(workers);
   for (const { worker, step } of consumers) fedConsumer(file, step, worker, workers, scenario);
-  const storesOf = (kind: "d1" | "kv") => [
+  const storesOf = (kind: "d1" | "kv" | "r2") => [
     ...new Set(
       workers.flatMap((w) => [...w.bindings.values()].flatMap((b) => (b.kind === kind ? [b.store] : []))),
     ),
   ];
   const databases = storesOf("d1");
   const kvStores = storesOf("kv");
+  const r2Stores = storesOf("r2");
   const knownDb = (db: string, what: string) => {
     if (d1StoreOf(workers, db) === undefined) {
       const names = bindingNames(workers, "d1");
@@ -344,7 +357,7 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
   }
   declaredCrons(scenario, file, main);
 
-  return { scenario, file, main, workers, databases, kvStores, queues, outbound };
+  return { scenario, file, main, workers, databases, kvStores, r2Stores, queues, outbound };
 }
 
 /**
@@ -481,7 +494,24 @@ function kvKey(k: KvNamespaceBinding): StoreKey {
 }
 
 /**
- * Bindings that reach one D1 database or one KV namespace (`d1Key`, `kvKey`) share one engine
+ * Which R2 bucket a binding reaches: its `bucket_name`, else its `preview_bucket_name`, else its
+ * binding name, as `d1Key` keys a database (`bucket_name` is the bucket the deployed Worker
+ * reaches, which is what the check is about).
+ */
+function r2Key(r: R2BucketBinding): StoreKey {
+  if (r.bucketName !== undefined)
+    return { key: r.bucketName, why: `bucket_name ${r.bucketName}`, field: "bucket_name" };
+  if (r.previewBucketName !== undefined) {
+    const why = `preview_bucket_name ${r.previewBucketName} and no bucket_name`;
+    return { key: r.previewBucketName, why, field: "bucket_name" };
+  }
+  const why = `no bucket_name, so wrangler dev keys both by the binding name ${r.binding}`;
+  return { key: r.binding, why, field: "bucket_name" };
+}
+
+/**
+ * Bindings that reach one D1 database, one KV namespace or one R2 bucket (`d1Key`, `kvKey`,
+ * `r2Key`) share one engine
  * store, as they share it on Cloudflare: a row one Worker inserts is there for the other's next
  * query, and their statements touch the same tables, so partial-order reduction orders them
  * against each other. The store is named after the first of those bindings in the scenario's
@@ -500,7 +530,7 @@ function shareStores(workers: readonly SimWorker[]): Map<string, SharedStore> {
   const shared = new Map<string, SharedStore>();
   const share = (
     worker: SimWorker,
-    kind: "d1" | "kv",
+    kind: "d1" | "kv" | "r2",
     name: string,
     key: StoreKey,
     d1?: D1DatabaseBinding,
@@ -527,6 +557,7 @@ function shareStores(workers: readonly SimWorker[]): Map<string, SharedStore> {
   for (const worker of workers) {
     for (const d of worker.config?.d1Databases ?? []) share(worker, "d1", d.binding, d1Key(d), d);
     for (const k of worker.config?.kvNamespaces ?? []) share(worker, "kv", k.binding, kvKey(k));
+    for (const r of worker.config?.r2Buckets ?? []) share(worker, "r2", r.binding, r2Key(r));
   }
   return shared;
 }

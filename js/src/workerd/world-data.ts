@@ -133,6 +133,7 @@ export interface WorldData {
   readonly workers: WorkerData[];
   readonly databases: readonly string[];
   readonly kvStores: readonly string[];
+  readonly r2Stores: readonly string[];
   readonly queues: {
     readonly name: string;
     readonly store: string;
@@ -193,6 +194,7 @@ export function encodeWorld(world: World): WorldData {
     })),
     databases: world.databases,
     kvStores: world.kvStores,
+    r2Stores: world.r2Stores,
     queues: [...world.queues.values()].map((queue) => ({
       name: queue.name,
       store: queue.store,
@@ -269,6 +271,7 @@ export function decodeWorld(data: WorldData, declared: unknown, modules: readonl
     workers,
     databases: data.databases,
     kvStores: data.kvStores,
+    r2Stores: data.r2Stores,
     queues: new Map(
       data.queues.map((q) => [
         q.name,
