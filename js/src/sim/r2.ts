@@ -291,7 +291,7 @@ class R2Bucket {
           const custom = Object.keys(customMetadata).length
             ? ` customMetadata ${JSON.stringify(customMetadata)}`
             : "";
-          return `put ${JSON.stringify(name)} ${shownBytes(bytes)}${custom}`;
+          return `put ${JSON.stringify(name)} ${shownBytes(bytes)}${custom} -> version ${stored.version.slice(0, 8)}`;
         });
         return new HeadResult(stored, undefined);
       });
