@@ -8,6 +8,7 @@
 
 import { describe, expect, it } from "vitest";
 import { check, InputError, renderReport } from "../src/index.ts";
+import { project } from "./files.ts";
 import { violated } from "./verdict.ts";
 
 const fixture = (path: string) => new URL(`./fixtures/r2/${path}`, import.meta.url).pathname;
@@ -41,6 +42,29 @@ describe("an upload to R2 and its row in D1", () => {
   it("holds when the row goes in first as pending and is marked done after the upload", async () => {
     const result = await check(fixture("upload.fixed.sim.ts"));
     expect(result.verdict).toBe("BOUNDED");
+  });
+});
+
+describe("the final state of a bucket", () => {
+  it("refuses an invariant that reads a bucket the scenario does not bind, naming the ones it does", async () => {
+    const dir = project({
+      "s.sim.ts": `import { d1Schema, defineScenario, http, invariant } from "eutaxy/cloudflare";
+        export default defineScenario({
+          name: "typo",
+          worker: { entry: "${fixture("upload.ts")}", config: "${fixture("wrangler.jsonc")}" },
+          setup: [d1Schema("DB", "${fixture("schema.sql")}")],
+          drive: http([{ path: "/upload", method: "POST", body: "x" }]),
+          invariants: [invariant("reads", (state) => state.r2Keys("FILE").length >= 0)],
+        });`,
+    });
+    const error = await check(`${dir}/s.sim.ts`).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).message).toMatch(
+      /invariant reads: it reads R2 binding FILE, which the scenario does not have; the R2 bindings are FILES$/,
+    );
   });
 });
 

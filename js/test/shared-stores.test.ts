@@ -1,9 +1,10 @@
 /**
  * Workers that bind one database share it (js/test/fixtures/shared-stores). On Cloudflare, and in
  * Miniflare, every Worker that binds D1 database_id X reads and writes the same rows, every Worker
- * that binds KV namespace id Y the same keys, and every Worker that binds a Durable Object class
- * with script_name the same objects; a race between two such Workers is a race on one database,
- * which the check must find, on both runtimes alike.
+ * that binds KV namespace id Y the same keys, every Worker that binds R2 bucket_name Z the same
+ * objects, and every Worker that binds a Durable Object class with script_name the same objects;
+ * a race between two such Workers is a race on one database, which the check must find, on both
+ * runtimes alike.
  */
 
 import { describe, expect, it } from "vitest";
@@ -134,6 +135,18 @@ describe("two Workers binding one KV namespace id", () => {
   it("share it: the reader sees the writer's put, and state.kv reads it through the reader's binding", async () => {
     const result = await check(fixture("kv/flag.sim.ts"));
     expect(result.verdict).toBe("BOUNDED");
+  });
+});
+
+describe("two Workers binding one R2 bucket_name", () => {
+  it("share it: the reader sees the writer's upload through a binding of another name, as state.r2 does", async () => {
+    const result = await check(fixture("r2/logo.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+  });
+
+  it("do not share buckets of different names", async () => {
+    const result = violated(await check(fixture("r2/logo.apart.sim.ts")));
+    expect(result.message).toBe('answers: {"readerSees":"nothing"}');
   });
 });
 
