@@ -7,6 +7,7 @@
  */
 
 import { describe, expect, it } from "vitest";
+import { renderHtml } from "../src/html.ts";
 import { check, InputError, renderReport } from "../src/index.ts";
 import { project } from "./files.ts";
 import { violated } from "./verdict.ts";
@@ -27,6 +28,17 @@ describe("an upload to R2 and its row in D1", () => {
     expect(put).toBeGreaterThanOrEqual(0);
     expect(result.trace[put + 1]).toMatch(
       /^ {2}R2:FILES put "files\/report\.txt" "quarterly numbers" -> version [0-9a-f]{8}$/,
+    );
+  });
+
+  it("draws the bucket as a lifeline of its own on the HTML page, with the upload on it", async () => {
+    const html = renderHtml(violated(await check(fixture("upload.sim.ts"))));
+    const heads = [
+      ...html.matchAll(/<div class="head head-\w+"[^>]*><b>([^<]*)<\/b><small>([^<]*)<\/small>/g),
+    ].map((m) => `${m[1]}: ${m[2]}`);
+    expect(heads).toContain("R2:FILES: R2 bucket");
+    expect(html.replace(/<[^>]+>/g, "")).toContain(
+      "put &quot;files/report.txt&quot; &quot;quarterly numbers&quot;",
     );
   });
 

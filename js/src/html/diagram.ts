@@ -270,9 +270,10 @@ function statements(step: Step, ownDb: string | undefined, context: Context): st
 
 /** A store's internal database as a user knows it: `kv:COUPONS` → `KV:COUPONS` storage. */
 function storeName(db: string): string {
-  if (db.startsWith("KV:") || db.startsWith("DO:")) return db;
+  if (db.startsWith("KV:") || db.startsWith("R2:") || db.startsWith("DO:")) return db;
   if (db.startsWith("Fetch:")) return `fetch ${db.slice("Fetch:".length)}`;
   if (db.startsWith("kv:")) return `KV:${db.slice(3)} storage`;
+  if (db.startsWith("r2:")) return `R2:${db.slice(3)} storage`;
   if (db.startsWith("do:")) return `Durable Object ${db.split(":")[1] ?? ""} storage`;
   if (db.startsWith("queue:")) return `queue ${db.slice(6)} storage`;
   return `D1:${db}`;

@@ -42,13 +42,14 @@ export interface Target {
 const STORE_KINDS: Readonly<Record<string, string>> = {
   D1: "D1 database",
   KV: "KV namespace",
+  R2: "R2 bucket",
   DO: "Durable Object",
   Queue: "queue",
   Service: "service binding (scripted)",
 };
 
 export function targetOf(label: string): Target {
-  const binding = label.match(/^(D1|KV|DO|Queue|Service):(\S+) ([\s\S]*)$/);
+  const binding = label.match(/^(D1|KV|R2|DO|Queue|Service):(\S+) ([\s\S]*)$/);
   if (binding) {
     const [, kind, name, call] = binding as unknown as [string, string, string, string];
     const title = `${kind}:${name}`;

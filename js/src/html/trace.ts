@@ -242,13 +242,14 @@ export function parseStatement(line: string): Statement | undefined {
 }
 
 /**
- * `  KV:<binding> <call> [-> <result>]`, `  DO:<class>/<object> storage.<call> …` or
+ * `  KV:<binding> <call> [-> <result>]`, `  R2:<binding> <call> [-> <result>]`,
+ * `  DO:<class>/<object> storage.<call> …` or
  * `  Fetch:<origin> <method> <path> -> <status>`: a call the host traces in place of its own
- * bookkeeping statements, kept as a statement of the binding (`db` is `KV:<binding>`,
+ * bookkeeping statements, kept as a statement of the binding (`db` is `KV:<binding>`, `R2:<binding>`,
  * `DO:<class>/<object>` or `Fetch:<origin>`), so that it is drawn with the effect that made it.
  */
 function bindingCall(line: string): Statement | undefined {
-  const m = line.match(/^ {2}((?:KV|DO|Fetch):\S+) ([\s\S]*)$/);
+  const m = line.match(/^ {2}((?:KV|R2|DO|Fetch):\S+) ([\s\S]*)$/);
   if (!m) return undefined;
   const text = m[2] as string;
   // A Durable Object's SQL, traced as D1's is: its statement, parameters and result.
