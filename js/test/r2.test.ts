@@ -1,7 +1,8 @@
 /**
  * R2 (js/test/fixtures/r2): an upload to a bucket and the D1 row that records it, written as two
  * steps. A crash between them leaves an object no row points to, which the check finds and names;
- * the Worker that records the file as pending first, uploads, then marks it done is BOUNDED. A
+ * the Worker that records the file as pending first, uploads, then marks it done is BOUNDED. Two
+ * requests that look for a key and then write it race; a put with `onlyIf` does not. A
  * run's object versions come from its seed, so a replay answers the same. What eutaxy does not
  * simulate of R2 (multipart uploads) ends the check as bad input.
  */
@@ -54,6 +55,27 @@ describe("an upload to R2 and its row in D1", () => {
   it("holds when the row goes in first as pending and is marked done after the upload", async () => {
     const result = await check(fixture("upload.fixed.sim.ts"));
     expect(result.verdict).toBe("BOUNDED");
+  });
+});
+
+describe("two requests claiming one key", () => {
+  it("finds the race between a head that found nothing and the put after it", async () => {
+    const result = violated(await check(fixture("claim.sim.ts")));
+    expect(result.message).toBe("told 201 but not the owner (ada@example.com): mallory@example.com");
+    expect(result.faults).toEqual([]);
+    expect(result.trace.filter((line) => /^req-\S+ effect #\d/.test(line))).toEqual([
+      "req-1#1 effect #0 R2:HANDLES head: proceed",
+      "req-2#1 effect #0 R2:HANDLES head: proceed",
+      "req-2#1 effect #1 R2:HANDLES put: proceed",
+      "req-1#1 effect #1 R2:HANDLES put: proceed",
+    ]);
+  });
+
+  it("holds with a put conditional on no object having the key, in either order", async () => {
+    const result = await check(fixture("claim.fixed.sim.ts"));
+    expect(result.verdict).toBe("BOUNDED");
+    // The two puts write one bucket: both orders run.
+    if (result.verdict === "BOUNDED") expect(result.runs).toBe(2);
   });
 });
 
