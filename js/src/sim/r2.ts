@@ -89,8 +89,12 @@ export type R2Run = Pick<RunContext, "nowMs"> & {
   trace?(line: string): void;
 };
 
-/** The random stream object versions are drawn from: the run's own, so a replay draws the same. */
-const VERSION_STREAM = "r2-versions";
+/**
+ * The random stream a bucket's object versions are drawn from: the run's own, so a replay draws
+ * the same; one per bucket, so that puts to two buckets, which partial-order reduction takes for
+ * independent, draw the same versions in either order.
+ */
+const versionStream = (store: string) => `r2-versions:${store}`;
 
 /** `httpMetadata` as R2 keeps it; `cacheExpiry` in milliseconds since the epoch. */
 interface HttpMetadata {
@@ -419,7 +423,7 @@ class R2Bucket {
   /** A new object's version: 32 hex digits, as R2's, from the run's randomness. */
   #version(): string {
     const bytes = new Uint8Array(16);
-    this.#run.engine.fillRandom(VERSION_STREAM, bytes);
+    this.#run.engine.fillRandom(versionStream(this.#store), bytes);
     return hex(bytes);
   }
 

@@ -1,0 +1,127 @@
+import type { R2Bucket } from "@cloudflare/workers-types/index.ts";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createEngine, type Engine, type FootprintEntry } from "../engine.ts";
+import type { EffectOptions, EffectScope } from "./effect-scope.ts";
+import { createR2Bucket, R2_SCHEMA, type R2Run, r2Keys, r2Read } from "./r2.ts";
+
+/** What a fake scope saw of one effect. */
+interface Seen {
+  readonly label: string;
+  readonly footprint: readonly FootprintEntry[] | undefined;
+  /** Whether the binding offered a transient alternative: R2 is strongly consistent, never. */
+  readonly transient: boolean;
+}
+
+let engine: Engine;
+let seen: Seen[];
+let traced: string[];
+let run: R2Run;
+
+const BUCKETS = ["r2:FILES", "r2:media/FILES"];
+
+function freshEngine(): Engine {
+  const created = createEngine({
+    seed: "r2",
+    events: ["req-1"],
+    maxFaultsPerRun: 0,
+    maxRedeliveries: 0,
+    budgetMs: 10_000,
+    runsMax: 10,
+    shrinkRunsMax: 10,
+    invariants: [],
+  });
+  for (const store of BUCKETS) {
+    created.d1Open(store);
+    created.d1Setup(store, R2_SCHEMA);
+  }
+  created.seal();
+  created.nextRun(0);
+  return created;
+}
+
+beforeEach(() => {
+  engine = freshEngine();
+  seen = [];
+  traced = [];
+  run = { engine, nowMs: () => engine.nowMs(), tracing: true, trace: (line) => traced.push(line) };
+});
+
+afterEach(() => engine.free());
+
+/** A fake invocation: every effect runs at once. */
+const scope: EffectScope = {
+  invocation: "req-1#1",
+  effect<T>(label: string, perform: (effect: number) => T | Promise<T>, options: EffectOptions = {}) {
+    const index = seen.push({
+      label,
+      footprint: options.footprint?.(0, "req-1#1"),
+      transient: options.transient !== undefined,
+    });
+    return Promise.resolve().then(() => perform(index - 1));
+  },
+};
+
+function bucket(store = "r2:FILES"): R2Bucket {
+  return createR2Bucket({ kind: "r2", name: "FILES", store }, scope, run) as R2Bucket;
+}
+
+describe("the R2 binding", () => {
+  it("makes each call one effect on the bucket, reading or writing it, and traces it under the effect", async () => {
+    const files = bucket();
+    await files.put("a.txt", "hello", { customMetadata: { by: "ada" } });
+    await files.head("a.txt");
+    await (await files.get("a.txt"))?.text();
+    await files.get("a.txt", { range: { offset: 1, length: 2 } });
+    await files.list({ prefix: "a" });
+    await files.delete(["a.txt", "b.txt"]);
+    await files.get("a.txt");
+    expect(seen.map((s) => [s.label, s.footprint, s.transient])).toEqual([
+      ["R2:FILES put", [{ resource: "R2:r2:FILES", write: true }], false],
+      ["R2:FILES head", [{ resource: "R2:r2:FILES", write: false }], false],
+      ["R2:FILES get", [{ resource: "R2:r2:FILES", write: false }], false],
+      ["R2:FILES get", [{ resource: "R2:r2:FILES", write: false }], false],
+      ["R2:FILES list", [{ resource: "R2:r2:FILES", write: false }], false],
+      ["R2:FILES delete", [{ resource: "R2:r2:FILES", write: true }], false],
+      ["R2:FILES get", [{ resource: "R2:r2:FILES", write: false }], false],
+    ]);
+    const version =
+      /^ {2}R2:FILES put "a\.txt" "hello" customMetadata \{"by":"ada"\} -> version ([0-9a-f]{8})$/.exec(
+        traced[0] ?? "",
+      )?.[1];
+    expect(version).toBeDefined();
+    expect(traced.slice(1)).toEqual([
+      `  R2:FILES head "a.txt" -> "hello" version ${version}`,
+      `  R2:FILES get "a.txt" -> "hello" version ${version}`,
+      `  R2:FILES get "a.txt" -> bytes 1-2 of "hello" version ${version}`,
+      '  R2:FILES list prefix "a" -> 1 object',
+      "  R2:FILES delete 2 keys -> 1 object deleted",
+      '  R2:FILES get "a.txt" -> null',
+    ]);
+  });
+
+  it("draws each bucket's versions from its own stream: puts to two buckets get the same ones in either order", async () => {
+    const put = async (order: readonly string[]) => {
+      const versions: Record<string, string> = {};
+      for (const store of order) versions[store] = (await bucket(store).put("k", "v"))?.version ?? "none";
+      return versions;
+    };
+    const first = await put(BUCKETS);
+    engine.free();
+    engine = freshEngine();
+    run = { engine, nowMs: () => engine.nowMs() };
+    const second = await put([...BUCKETS].reverse());
+    expect(second).toEqual(first);
+    expect(first["r2:FILES"]).not.toBe(first["r2:media/FILES"]);
+  });
+
+  it("gives invariants an object's text, or null, and the keys in byte order", async () => {
+    const files = bucket();
+    await files.put("b", "second");
+    await files.put("a", new Uint8Array([0xe2, 0x82, 0xac]));
+    await files.put("B", "upper");
+    expect(r2Keys(engine, "r2:FILES")).toEqual(["B", "a", "b"]);
+    expect(r2Read(engine, "r2:FILES", "a")).toBe("€");
+    expect(r2Read(engine, "r2:FILES", "missing")).toBeNull();
+    expect(r2Keys(engine, "r2:media/FILES")).toEqual([]);
+  });
+});
