@@ -2,7 +2,8 @@
  * R2 (js/test/fixtures/r2): an upload to a bucket and the D1 row that records it, written as two
  * steps. A crash between them leaves an object no row points to, which the check finds and names;
  * the Worker that records the file as pending first, uploads, then marks it done is BOUNDED. Two
- * requests that look for a key and then write it race; a put with `onlyIf` does not. A
+ * requests that look for a key and then write it race; a put with `onlyIf` does not. A second
+ * write to a key within the second may get R2's 429, which a Worker must wait out. A
  * run's object versions come from its seed, so a replay answers the same. What eutaxy does not
  * simulate of R2 (multipart uploads) ends the check as bad input.
  */
@@ -76,6 +77,27 @@ describe("two requests claiming one key", () => {
     expect(result.verdict).toBe("BOUNDED");
     // The two puts write one bucket: both orders run.
     if (result.verdict === "BOUNDED") expect(result.runs).toBe(2);
+  });
+});
+
+describe("R2's limit of one write a second to one key", () => {
+  it("answers a second save of one key within the second with R2's 429, named rate_limited", async () => {
+    const result = violated(await check(fixture("avatar.sim.ts")));
+    expect(result.message).toBe("req-2 answered 500: ");
+    expect(result.faults).toEqual([
+      { kind: "transient_error", invocation: "req-2#1", effect: 0, label: "R2:FILES put" },
+    ]);
+    expect(renderReport(result)).toContain("rate_limited at req-2#1 effect #0 (R2:FILES put)");
+    expect(result.trace).toContain(
+      "req-2#1 effect #0 failed: Error: put: Reduce your concurrent request rate for the same object. (10058)",
+    );
+    expect(renderHtml(result).replace(/<[^>]+>/g, "")).toContain(
+      "R2 refuses the write with a 429: the key was written less than a second earlier.",
+    );
+  });
+
+  it("holds when the Worker waits a second and tries again", async () => {
+    expect((await check(fixture("avatar.fixed.sim.ts"))).verdict).toBe("BOUNDED");
   });
 });
 

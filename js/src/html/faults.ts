@@ -19,7 +19,7 @@ export function faultMeaning(decision: Decision, invocation: string, label: stri
     case "stale_read":
       return "KV answers with the value from before the key's latest write, as its eventual consistency allows (up to 60 s).";
     case "rate_limited":
-      return "KV refuses the write with a 429: the key was written less than a second earlier.";
+      return `${label.startsWith("R2:") ? "R2" : "KV"} refuses the write with a 429: the key was written less than a second earlier.`;
     case "send_failed":
       return `The queue's broker fails the send: nothing is enqueued, and ${invocation} sees the error.`;
     case "reset":

@@ -39,25 +39,47 @@ function freshEngine(): Engine {
   return created;
 }
 
+/** The virtual clock the fake run answers with; tests move it. */
+let clockMs: number;
+
+/** A run over `engine`, with per-run memory as a run has it. */
+function runOver(over: Engine, tracing = true): R2Run {
+  const memos = new Map<string, unknown>();
+  return {
+    engine: over,
+    nowMs: () => clockMs,
+    memo<T>(key: string, create: () => T): T {
+      if (!memos.has(key)) memos.set(key, create());
+      return memos.get(key) as T;
+    },
+    tracing,
+    trace: (line) => traced.push(line),
+  };
+}
+
 beforeEach(() => {
   engine = freshEngine();
+  clockMs = engine.nowMs();
   seen = [];
   traced = [];
-  run = { engine, nowMs: () => engine.nowMs(), tracing: true, trace: (line) => traced.push(line) };
+  misbehave = new Set();
+  run = runOver(engine);
 });
 
 afterEach(() => engine.free());
 
-/** A fake invocation: every effect runs at once. */
+/** Labels whose next effect takes the transient alternative (when offered). */
+let misbehave: Set<string>;
+
+/** A fake invocation: every effect runs at once, or its transient alternative when asked. */
 const scope: EffectScope = {
   invocation: "req-1#1",
   effect<T>(label: string, perform: (effect: number) => T | Promise<T>, options: EffectOptions = {}) {
-    const index = seen.push({
-      label,
-      footprint: options.footprint?.(0, "req-1#1"),
-      transient: options.transient !== undefined,
-    });
-    return Promise.resolve().then(() => perform(index - 1));
+    const { transient } = options;
+    const offered = transient !== undefined && (options.transientOffered?.() ?? true);
+    const index = seen.push({ label, footprint: options.footprint?.(0, "req-1#1"), transient: offered }) - 1;
+    const chosen = transient && offered && misbehave.delete(label) ? transient : perform;
+    return Promise.resolve().then(() => chosen(index) as T);
   },
 };
 
@@ -81,7 +103,8 @@ describe("the R2 binding", () => {
       ["R2:FILES get", [{ resource: "R2:r2:FILES", write: false }], false],
       ["R2:FILES get", [{ resource: "R2:r2:FILES", write: false }], false],
       ["R2:FILES list", [{ resource: "R2:r2:FILES", write: false }], false],
-      ["R2:FILES delete", [{ resource: "R2:r2:FILES", write: true }], false],
+      // a.txt was put less than a second before: R2's 429 is offered.
+      ["R2:FILES delete", [{ resource: "R2:r2:FILES", write: true }], true],
       ["R2:FILES get", [{ resource: "R2:r2:FILES", write: false }], false],
     ]);
     const version =
@@ -99,6 +122,26 @@ describe("the R2 binding", () => {
     ]);
   });
 
+  it("offers R2's 429 to a write of a key written less than a second before, and writes nothing then", async () => {
+    const files = bucket();
+    await files.put("k", "1");
+    clockMs += 999;
+    misbehave.add("R2:FILES put");
+    const error = await files.put("k", "2").then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(error?.message).toBe("put: Reduce your concurrent request rate for the same object. (10058)");
+    expect(r2Read(engine, "r2:FILES", "k")).toBe("1");
+    // Another key, a put whose condition failed (it wrote nothing), a second later: none offers it.
+    await files.put("other", "x");
+    await files.put("k", "3", { onlyIf: { etagMatches: "nope" } });
+    clockMs += 1;
+    await files.put("k", "4");
+    expect(seen.map((s) => s.transient)).toEqual([false, true, false, true, false]);
+    expect(traced).toContain("  R2:FILES put -> 429, a key written less than a second before");
+  });
+
   it("draws each bucket's versions from its own stream: puts to two buckets get the same ones in either order", async () => {
     const put = async (order: readonly string[]) => {
       const versions: Record<string, string> = {};
@@ -108,7 +151,7 @@ describe("the R2 binding", () => {
     const first = await put(BUCKETS);
     engine.free();
     engine = freshEngine();
-    run = { engine, nowMs: () => engine.nowMs() };
+    run = runOver(engine, false);
     const second = await put([...BUCKETS].reverse());
     expect(second).toEqual(first);
     expect(first["r2:FILES"]).not.toBe(first["r2:media/FILES"]);

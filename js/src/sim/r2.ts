@@ -9,13 +9,20 @@
  * - Cloudflare's docs: "Workers API reference" (developers.cloudflare.com/r2/api/workers/…):
  *   the methods, `R2Object`, `R2ObjectBody`, `R2Objects`, conditional operations (`onlyIf`),
  *   ranges, `include`, and that R2 is strongly consistent (a write is seen by every later read,
- *   so no stale read is offered, unlike KV).
+ *   so no stale read is offered, unlike KV); "Limits" and "Error codes" (r2/platform/limits,
+ *   r2/api/error-codes): custom metadata of at most 8,192 bytes (10012), and at most one write
+ *   a second to one key, past which R2 answers 429 (10058).
+ * - The text production's 429 reaches a Worker with, as projects quote it from deployed Workers:
+ *   `put: Reduce your concurrent request rate for the same object. (10058)`.
  * - Miniflare 4.20260426.0, which runs workerd's own R2 binding (src/workerd/api/r2-bucket.c++:
  *   argument conversion, the shapes of the objects, the errors thrown before any request) over
  *   its gateway (packages/miniflare/src/workers/r2: the checks R2 makes, its error texts
  *   `<method>: <message> (<code>)`, how conditions, ranges and delimited lists are evaluated):
  *   js/test/fidelity.test.ts compares every shape and text below with it, and docs/fidelity.md
  *   lists where eutaxy differs.
+ *
+ * `put` and `delete` offer a transient fault, that 429, where a key they write was written less
+ * than a second before (virtual clock), as KV's writes do.
  *
  * Multipart uploads, server-side encryption keys and checksums other than MD5 and SHA are not
  * simulated: a Worker that reaches one ends the check (`notSimulated`) instead of seeing a
@@ -45,8 +52,11 @@ export const R2_SCHEMA = `CREATE TABLE r2 (
   checksums TEXT NOT NULL
 )`;
 
-/** R2's limits as its gateway checks them, in bytes and keys. */
+/** R2's limits, in bytes, keys and milliseconds ("Limits"). */
 const KEY_BYTES_MAX = 1024;
+const CUSTOM_METADATA_BYTES_MAX = 8192;
+/** "Maximum concurrent writes to the same object name (key): 1 per second". */
+const SAME_KEY_WRITE_INTERVAL_MS = 1_000;
 const LIST_LIMIT_MAX = 1000;
 /** The most objects a list with `include` answers with (Miniflare's gateway: metadata makes pages heavier). */
 const LIST_INCLUDE_LIMIT_MAX = 100;
@@ -83,7 +93,7 @@ const listDelimited = (limit: number) => `SELECT ${COLUMNS}, max(key) AS last_ke
  * table is the simulation's own: its statements stay out of the trace, and each call is traced
  * as the binding call it is (`R2:BUCKET put "a.png" <3 bytes>`).
  */
-export type R2Run = Pick<RunContext, "nowMs"> & {
+export type R2Run = Pick<RunContext, "nowMs" | "memo"> & {
   readonly engine: Pick<Engine, "d1Run" | "fillRandom">;
   readonly tracing?: boolean;
   trace?(line: string): void;
@@ -177,7 +187,7 @@ class R2Bucket {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#effect("head", false, () => {
+    return this.#effect("head", [], () => {
       checkKey("head", name);
       const stored = this.#read(name);
       this.#note(() => `head ${JSON.stringify(name)} -> ${stored ? describe(stored) : "null"}`);
@@ -198,7 +208,7 @@ class R2Bucket {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#effect("get", false, () => {
+    return this.#effect("get", [], () => {
       checkKey("get", name);
       const stored = this.#read(name);
       if (!stored) {
@@ -243,8 +253,15 @@ class R2Bucket {
       return Promise.reject(error);
     }
     const send = (bytes: Uint8Array) =>
-      this.#effect("put", true, () => {
+      this.#effect("put", [name], () => {
         checkKey("put", name);
+        const metadataBytes = Object.entries(customMetadata).reduce(
+          (sum, [key, value]) => sum + Buffer.byteLength(key, "utf8") + Buffer.byteLength(value, "utf8"),
+          0,
+        );
+        if (metadataBytes > CUSTOM_METADATA_BYTES_MAX) {
+          throw r2Error("put", "Your metadata headers exceed the maximum allowed metadata size.", 10012);
+        }
         const checksums: Record<string, string> = {};
         for (const [field, algorithm, label] of HASHES) {
           const given = hashes[field];
@@ -312,7 +329,7 @@ class R2Bucket {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#effect("delete", true, () => {
+    return this.#effect("delete", names, () => {
       for (const name of names) checkKey("delete", name);
       const { changes } = this.#run.engine.d1Run(this.#store, DELETE_MANY, [JSON.stringify(names)], true);
       this.#note(() => {
@@ -351,7 +368,7 @@ class R2Bucket {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#effect("list", false, () => {
+    return this.#effect("list", [], () => {
       if (limit !== undefined && !(limit >= 1 && limit <= LIST_LIMIT_MAX)) {
         throw r2Error("list", `MaxKeys params must be positive integer <= ${LIST_LIMIT_MAX}.`, 10022);
       }
@@ -409,10 +426,40 @@ class R2Bucket {
     return "R2Bucket";
   }
 
-  /** One call to R2: one effect; every call reads or writes the bucket as a whole (a list reads every key). */
-  #effect<T>(method: string, write: boolean, perform: () => T): Promise<T> {
+  /**
+   * One call to R2: one effect; every call reads or writes the bucket as a whole (a list reads
+   * every key). A call that writes `written` offers R2's 429 where one of those keys was written
+   * less than a second before; one that took effect marks them written now.
+   */
+  #effect<T>(method: string, written: readonly string[], perform: () => T): Promise<T> {
+    const write = method === "put" || method === "delete";
     const footprint = (): FootprintEntry[] => [{ resource: `R2:${this.#store}`, write }];
-    return this.#scope.effect(`R2:${this.#display} ${method}`, perform, { footprint });
+    const label = `R2:${this.#display} ${method}`;
+    if (!write) return this.#scope.effect(label, perform, { footprint });
+    const recent = this.#run.memo<Map<string, number>>(`r2-writes:${this.#store}`, () => new Map());
+    const limited = () =>
+      written.some((key) => {
+        const at = recent.get(key);
+        return at !== undefined && this.#run.nowMs() - at < SAME_KEY_WRITE_INTERVAL_MS;
+      });
+    return this.#scope.effect(
+      label,
+      () => {
+        const result = perform();
+        // A put whose condition failed wrote nothing; a delete counts whether or not the key was there.
+        if (method === "delete" || result !== null)
+          for (const key of written) recent.set(key, this.#run.nowMs());
+        return result;
+      },
+      {
+        footprint,
+        transientOffered: limited,
+        transient: () => {
+          this.#note(() => `${method} -> 429, a key written less than a second before`);
+          throw r2Error(method, "Reduce your concurrent request rate for the same object.", 10058);
+        },
+      },
+    );
   }
 
   #read(name: string): Stored | undefined {
