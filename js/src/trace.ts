@@ -64,8 +64,8 @@ const EFFECT = new RegExp(
 // `s`: what a Worker threw or answered may span lines (a query library's error quotes its SQL).
 const OUTCOME = new RegExp(`^(${INVOCATION}) (returned|answered|died|threw|finished)(?: (.*))?$`, "s");
 const OTHER = new RegExp(`^(${INVOCATION}) (.*)$`, "s");
-/** `  KV:<binding> <what it did>`: indented like a D1 statement, named by its binding. */
-const CALL = /^ {2}([A-Z][A-Za-z]*:\S+ .*)$/s;
+/** `  KV:<binding> <what it did>`, `  R2:…`: indented like a D1 statement, named by its binding. */
+const CALL = /^ {2}([A-Z][A-Za-z0-9]*:\S+ .*)$/s;
 /** `  D1 <db>: <sql>[ [params]] -> <outcome>`, `  D1 <db> batch[i]: …`, `  D1 <db> exec: …`. */
 const D1 = /^ {2}D1 (\S+(?: batch\[\d+\]| exec)?): (.*) -> ((?:error|rolled back): .*|\d+ .*)$/s;
 

@@ -11,6 +11,7 @@
 import { describe, expect, it } from "vitest";
 import { renderHtml } from "../src/html.ts";
 import { check, InputError, renderReport } from "../src/index.ts";
+import { renderTrace } from "../src/trace.ts";
 import { project } from "./files.ts";
 import { violated } from "./verdict.ts";
 
@@ -70,6 +71,16 @@ describe("two requests claiming one key", () => {
       "req-2#1 effect #1 R2:HANDLES put: proceed",
       "req-1#1 effect #1 R2:HANDLES put: proceed",
     ]);
+  });
+
+  it("lists the run step by step with each call under its effect, and the invariant's read after the last step", async () => {
+    const result = violated(await check(fixture("claim.sim.ts")));
+    const lines = renderTrace(result.trace).split("\n");
+    expect(lines.slice(-2)).toEqual([
+      "after the last step (the invariants read the final state):",
+      '  R2:HANDLES "handles/ada" is "ada@example.com"',
+    ]);
+    expect(lines).toContain('    R2:HANDLES head "handles/ada" -> null');
   });
 
   it("holds with a put conditional on no object having the key, in either order", async () => {
