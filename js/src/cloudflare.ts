@@ -91,6 +91,17 @@ export interface KvEntriesStep {
 }
 
 /**
+ * Puts objects in an R2 binding's bucket before every run, as a bucket the Workers find already
+ * holding them: key → the object's text.
+ */
+export interface R2ObjectsStep {
+  readonly kind: "r2Objects";
+  /** The binding: `FILES` for the scenario's Worker, `<worker name>/FILES` for a callee's. */
+  readonly bucket: string;
+  readonly objects: Readonly<Record<string, string>>;
+}
+
+/**
  * Scripted answers for the Workers' outbound `fetch`: URL prefix → handler. A fetch no handler
  * answers stops the check: the simulation never reaches the network.
  */
@@ -115,6 +126,7 @@ export type SetupStep<Worker extends WorkerSpec = WorkerSpec> =
   | ServiceStep
   | D1SchemaStep
   | KvEntriesStep
+  | R2ObjectsStep
   | OutboundStep
   | SecretsStep;
 
@@ -337,6 +349,14 @@ export function service(binding: string, handlers: ServiceHandlers): ServiceStep
  */
 export function d1Schema(db: string, file: string): D1SchemaStep {
   return { kind: "d1Schema", db, file };
+}
+
+/**
+ * Puts each key of `objects` in R2 binding `bucket` (`FILES`, or `<worker>/FILES` for a callee's)
+ * before every run, its value the object's text, as `put(key, text)` stores it.
+ */
+export function r2Objects(bucket: string, objects: Readonly<Record<string, string>>): R2ObjectsStep {
+  return { kind: "r2Objects", bucket, objects };
 }
 
 /**

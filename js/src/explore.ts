@@ -9,6 +9,7 @@ import { dirname, resolve } from "node:path";
 import type { Bounds, Driver } from "./cloudflare.ts";
 import { eventsOf } from "./drivers/index.ts";
 import {
+  CLOCK_START_MS,
   type D1SetupError,
   type Engine,
   type EngineConfig,
@@ -29,10 +30,10 @@ import { KV_SCHEMA, kvEntriesSql } from "./sim/kv.ts";
 import { withAnyMigrationsHint, withMigrationsHint } from "./sim/migrations-hint.ts";
 import { refusedAtImport } from "./sim/outbound.ts";
 import { QUEUE_SCHEMA } from "./sim/queues.ts";
-import { R2_SCHEMA } from "./sim/r2.ts";
+import { R2_SCHEMA, r2ObjectsSql } from "./sim/r2.ts";
 import { loggedText, processEnvOf, Run } from "./sim/run.ts";
 import { runtimeModules } from "./sim/runtime-modules.ts";
-import { d1Store, kvStoreOf } from "./sim/store-names.ts";
+import { d1Store, kvStoreOf, r2StoreOf } from "./sim/store-names.ts";
 import type { SimWorker, World } from "./sim/world.ts";
 import { FINAL_STATE, notAsPrinted } from "./trace.ts";
 
@@ -714,6 +715,11 @@ function setUpStores(
   for (const step of world.scenario.setup ?? []) {
     if (step.kind === "kvEntries") {
       engine.d1Setup(kvStoreOf(world.workers, step.namespace) ?? step.namespace, kvEntriesSql(step.entries));
+      continue;
+    }
+    if (step.kind === "r2Objects") {
+      const store = r2StoreOf(world.workers, step.bucket) ?? step.bucket;
+      engine.d1Setup(store, r2ObjectsSql(step.objects, CLOCK_START_MS));
       continue;
     }
     if (step.kind !== "d1Schema") continue;

@@ -135,6 +135,47 @@ describe("the final state of a bucket", () => {
   });
 });
 
+describe("r2Objects: a bucket that holds objects before the runs", () => {
+  it("gives every run the objects, with their etag and the clock's start as their upload", async () => {
+    // The invariant compares what the Worker served, and reads the bucket's keys and texts.
+    expect((await check(fixture("serve.sim.ts"))).verdict).toBe("BOUNDED");
+  });
+
+  const scenarioWith = (step: string) => {
+    const dir = project({
+      "s.sim.ts": `import { defineScenario, http, invariant, r2Objects } from "eutaxy/cloudflare";
+        export default defineScenario({
+          name: "bad-objects",
+          worker: { entry: "${fixture("serve.ts")}", config: "${fixture("wrangler.serve.jsonc")}" },
+          setup: [${step}],
+          drive: http([{ path: "/x" }]),
+          invariants: [invariant("i", () => true)],
+        });`,
+    });
+    return `${dir}/s.sim.ts`;
+  };
+  const refusal = async (file: string) => {
+    const error = await check(file).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(InputError);
+    return (error as InputError).message;
+  };
+
+  it("refuses a bucket no Worker binds, a key over 1024 bytes, a value that is not text", async () => {
+    expect(await refusal(scenarioWith(`r2Objects("FILE", { a: "1" })`))).toMatch(
+      /s\.sim\.ts: setup\[0\]: r2Objects\("FILE"\) names R2 binding "FILE", but no Worker in the scenario binds it; the R2 bindings are FILES$/,
+    );
+    expect(await refusal(scenarioWith(`r2Objects("FILES", { ["k".repeat(1025)]: "1" })`))).toMatch(
+      /is 1025 bytes long, over R2's 1024$/,
+    );
+    expect(await refusal(scenarioWith(`r2Objects("FILES", { k: 1 })`))).toMatch(
+      /setup\[0\]\.objects\.k must be a string, the object's text/,
+    );
+  });
+});
+
 describe("what eutaxy does not simulate of R2", () => {
   it("ends the check at a multipart upload, naming the Worker, rather than answer a made-up upload", async () => {
     const error = await check(fixture("multipart.sim.ts")).then(

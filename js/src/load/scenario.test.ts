@@ -468,7 +468,7 @@ describe("loadScenario", () => {
     [
       "a setup step of unknown kind",
       (s) => (s.setup[0].kind = "queue"),
-      'setup[0]: unknown kind "queue" (expected callee, consumer, service, d1Schema, kvEntries, outbound or secrets)',
+      'setup[0]: unknown kind "queue" (expected callee, consumer, service, d1Schema, kvEntries, r2Objects, outbound or secrets)',
     ],
     ["a d1Schema without file", (s) => delete s.setup[1].file, "setup[1]: d1Schema needs a file"],
     [

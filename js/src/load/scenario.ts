@@ -20,6 +20,7 @@ import type {
   Invariant,
   KvEntriesStep,
   OutboundHandlers,
+  R2ObjectsStep,
   ResendStatus,
   Scenario,
   ServiceHandlers,
@@ -457,7 +458,7 @@ function readSetup(scenario: Fields, dir: string): SetupStep<WorkerFiles>[] {
     const step = new Fields(
       item.fields,
       item.at,
-      `${item.at}: ${item.kind("callee", "consumer", "service", "d1Schema", "kvEntries", "outbound", "secrets")}`,
+      `${item.at}: ${item.kind("callee", "consumer", "service", "d1Schema", "kvEntries", "r2Objects", "outbound", "secrets")}`,
     );
     if (step.fields.kind === "d1Schema") {
       step.only("kind", "db", "file");
@@ -485,6 +486,18 @@ function readSetup(scenario: Fields, dir: string): SetupStep<WorkerFiles>[] {
         namespace: step.string("namespace"),
         entries: entries.fields as KvEntriesStep["entries"],
       } satisfies KvEntriesStep;
+    }
+    if (step.fields.kind === "r2Objects") {
+      step.only("kind", "bucket", "objects");
+      const objects = step.object("objects");
+      for (const [key, text] of Object.entries(objects.fields)) {
+        if (typeof text !== "string") invalid(`${objects.path(key)} must be a string, the object's text`);
+      }
+      return {
+        kind: "r2Objects",
+        bucket: step.string("bucket"),
+        objects: objects.fields as R2ObjectsStep["objects"],
+      } satisfies R2ObjectsStep;
     }
     if (step.fields.kind === "outbound") {
       step.only("kind", "handlers");

@@ -52,8 +52,28 @@ export const R2_SCHEMA = `CREATE TABLE r2 (
   checksums TEXT NOT NULL
 )`;
 
+/**
+ * The SQL that puts an `r2Objects` step's objects in a bucket's store before the runs: each the
+ * UTF-8 bytes of its text, uploaded at the start of the runs' clock, with no metadata. Its version
+ * is the MD5 of its key and text: there is no run yet to draw one from, and a run must find the
+ * same.
+ */
+export function r2ObjectsSql(objects: Readonly<Record<string, string>>, uploadedMs: number): string {
+  const blob = (bytes: Uint8Array | Buffer) => `X'${Buffer.from(bytes).toString("hex")}'`;
+  const text = (value: string) => `CAST(${blob(Buffer.from(value, "utf8"))} AS TEXT)`;
+  return Object.entries(objects)
+    .map(([key, value]) => {
+      const bytes = Buffer.from(value, "utf8");
+      const etag = createHash("md5").update(bytes).digest("hex");
+      const version = createHash("md5").update(`r2Objects\u0000${key}\u0000${value}`).digest("hex");
+      const checksums = JSON.stringify({ md5: etag });
+      return `INSERT OR REPLACE INTO r2 (${COLUMNS}) VALUES (${text(key)}, ${blob(bytes)}, '${version}', '${etag}', ${Math.trunc(uploadedMs)}, '{}', '{}', ${text(checksums)});`;
+    })
+    .join("\n");
+}
+
 /** R2's limits, in bytes, keys and milliseconds ("Limits"). */
-const KEY_BYTES_MAX = 1024;
+export const KEY_BYTES_MAX = 1024;
 const CUSTOM_METADATA_BYTES_MAX = 8192;
 /** "Maximum concurrent writes to the same object name (key): 1 per second". */
 const SAME_KEY_WRITE_INTERVAL_MS = 1_000;

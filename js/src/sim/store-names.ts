@@ -31,6 +31,13 @@ export function kvStoreOf(workers: readonly SimWorker[], namespace: string): str
   return spec?.kind === "kv" ? spec.store : undefined;
 }
 
+/** The store R2 binding `bucket` reaches, or undefined when no Worker of the scenario has it. */
+export function r2StoreOf(workers: readonly SimWorker[], bucket: string): string | undefined {
+  const found = ownerOf(workers, bucket);
+  const spec = found?.[0].bindings.get(found[1]);
+  return spec?.kind === "r2" ? spec.store : undefined;
+}
+
 /** The store D1 binding `db` reaches, or `db` itself when no Worker of the scenario has it. */
 export function d1Store(workers: readonly SimWorker[], db: string): string {
   return d1StoreOf(workers, db) ?? db;

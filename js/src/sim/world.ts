@@ -9,6 +9,7 @@ import type {
   Driver,
   KvEntriesStep,
   OutboundHandlers,
+  R2ObjectsStep,
   Scenario,
   ServiceHandlers,
   WorkerFiles,
@@ -32,7 +33,8 @@ import {
   metadataJson,
   utf8Length,
 } from "./kv.ts";
-import { bindingNames, d1Store, d1StoreOf, kvStoreOf, ownerOf } from "./store-names.ts";
+import { KEY_BYTES_MAX as R2_KEY_BYTES_MAX } from "./r2.ts";
+import { bindingNames, d1Store, d1StoreOf, kvStoreOf, ownerOf, r2StoreOf } from "./store-names.ts";
 
 export type ServiceTarget =
   | {
@@ -209,7 +211,7 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
   const consumers: { readonly worker: SimWorker; readonly step: number }[] = [];
 
   for (const [i, step] of (scenario.setup ?? []).entries()) {
-    if (step.kind === "d1Schema" || step.kind === "kvEntries") continue;
+    if (step.kind === "d1Schema" || step.kind === "kvEntries" || step.kind === "r2Objects") continue;
     if (step.kind === "outbound") {
       outbound.push(step.handlers);
       continue;
@@ -349,6 +351,8 @@ export async function buildWorld(loaded: LoadedScenario): Promise<World> {
     if (step.kind === "d1Schema") knownDb(step.db, `setup[${i}]: d1Schema("${step.db}")`);
     if (step.kind === "kvEntries")
       kvEntriesOf(file, `setup[${i}]: kvEntries("${step.namespace}")`, step, workers);
+    if (step.kind === "r2Objects")
+      r2ObjectsOf(file, `setup[${i}]: r2Objects("${step.bucket}")`, step, workers);
   }
   setUpOnce(file, scenario, workers, shared);
   for (const inv of scenario.invariants) {
@@ -395,6 +399,28 @@ function kvEntriesOf(file: string, what: string, step: KvEntriesStep, workers: r
       throw new InputError(
         file,
         `${what}: the metadata of key ${JSON.stringify(key)} must serialize to JSON of at most ${KV_METADATA_BYTES_MAX} bytes`,
+      );
+    }
+  }
+}
+
+/** An `r2Objects` step names an R2 binding of the scenario's Workers, and keys R2 takes (at most 1024 bytes). */
+function r2ObjectsOf(file: string, what: string, step: R2ObjectsStep, workers: readonly SimWorker[]): void {
+  if (r2StoreOf(workers, step.bucket) === undefined) {
+    const names = bindingNames(workers, "r2");
+    const known = names.length ? `the R2 bindings are ${names.join(", ")}` : "no Worker binds R2";
+    const hint = environmentHintFor(workers, step.bucket);
+    throw new InputError(
+      file,
+      `${what} names R2 binding "${step.bucket}", but no Worker in the scenario binds it; ${known}${hint === undefined ? "" : ` (${hint})`}`,
+    );
+  }
+  for (const key of Object.keys(step.objects)) {
+    const bytes = utf8Length(key);
+    if (bytes > R2_KEY_BYTES_MAX) {
+      throw new InputError(
+        file,
+        `${what}: key ${JSON.stringify(key.slice(0, 40))} is ${bytes} bytes long, over R2's ${R2_KEY_BYTES_MAX}`,
       );
     }
   }
