@@ -10,7 +10,7 @@
  * before any Worker code is loaded.
  */
 
-import { AsyncLocalStorage, AsyncResource } from "node:async_hooks";
+import { AsyncResource } from "node:async_hooks";
 import { SimulationError } from "../errors.ts";
 import { defaultAbortReason, reasonFromRuntime } from "./abort.ts";
 import { installStatusText } from "./status-text.ts";
@@ -114,23 +114,46 @@ const realGetRandomValues = crypto.getRandomValues.bind(crypto);
 const realSetImmediate = globalThis.setImmediate;
 /** The methods of `Request` and `Response` that read the whole body. */
 const BODY_READS = ["text", "json", "arrayBuffer", "bytes", "formData", "blob"] as const;
+type BodyRead = (typeof BODY_READS)[number];
+type Reader = (...args: unknown[]) => Promise<unknown>;
 /** The body reads `install` put in place, so that a second install does not wrap them again. */
 const bodyReads = new WeakSet<object>();
-/** Set while eutaxy's own code runs for a Worker (`asHost`): its body reads are no Worker's I/O. */
-const hostWork = new AsyncLocalStorage<true>();
+/** The runtime's own body reads of `Request` and `Response`, before `install` wrapped them. */
+const runtimeReads = new Map<object, Map<string, Reader>>();
+
+/** The runtime's own `method` of `body`: a read that waits for no turn of an object. */
+function runtimeRead(body: Request | Response, method: string): Reader {
+  const prototype = body instanceof Response ? Response.prototype : Request.prototype;
+  return runtimeReads.get(prototype)?.get(method) ?? (Reflect.get(body, method) as Reader);
+}
 
 /**
- * Runs `work` as eutaxy's own, not the running Worker's (an outbound script answering a fetch,
- * the copy of a body kept for a redirect): the bodies it reads wait for no turn of the object
- * it runs for.
+ * Reads `body` as eutaxy's own code (the copy of a body kept for a redirect): it is no Worker's
+ * I/O, so it waits for no turn of the object it runs for.
  */
-export function asHost<T>(work: () => T): T {
-  return hostWork.run(true, work);
+export function hostRead<T>(body: Request | Response, method: BodyRead): Promise<T> {
+  return Reflect.apply(runtimeRead(body, method), body, []) as Promise<T>;
+}
+
+/**
+ * `body` with the runtime's own reads as its own properties: a scenario's outbound script reads
+ * the request it answers as eutaxy's code does, waiting for no turn. (Not an AsyncLocalStorage
+ * over the script: once run, one makes Node follow every promise of the process.)
+ */
+export function withHostReads<T extends Request | Response>(body: T): T {
+  for (const method of BODY_READS) {
+    Object.defineProperty(body, method, {
+      value: runtimeRead(body, method),
+      writable: true,
+      configurable: true,
+    });
+  }
+  return body;
 }
 
 /** The turn a wait on the runtime's I/O named `name` lets other calls in (`DeterminismSource.ioTurn`). */
 export function ioTurn(name: string): Promise<void> | undefined {
-  return hostWork.getStore() ? undefined : source?.ioTurn?.(name);
+  return source?.ioTurn?.(name);
 }
 const realClearImmediate = globalThis.clearImmediate;
 const realSetTimeout = globalThis.setTimeout;
@@ -430,6 +453,8 @@ function install(): void {
         | ((...args: unknown[]) => Promise<unknown>)
         | undefined;
       if (typeof original !== "function" || bodyReads.has(original)) continue;
+      if (!runtimeReads.has(prototype)) runtimeReads.set(prototype, new Map());
+      runtimeReads.get(prototype)?.set(method, original);
       const read = async function (this: Request | Response, ...args: unknown[]): Promise<unknown> {
         const result = Reflect.apply(original, this, args) as Promise<unknown>;
         const turn = this.body === null ? undefined : ioTurn("body read");

@@ -21,7 +21,7 @@ import { InputError, SimulationError } from "../errors.ts";
 import { reasonFromRuntime } from "./abort.ts";
 import { cacheRefusal } from "./compatibility.ts";
 import type { RunContext } from "./context.ts";
-import { asHost, GLOBAL_SCOPE } from "./globals.ts";
+import { GLOBAL_SCOPE, hostRead, withHostReads } from "./globals.ts";
 import { fetched } from "./immutable-headers.ts";
 
 /** Redirects one fetch follows at most, as the Fetch standard says. */
@@ -79,10 +79,7 @@ export function outboundFetch(run: RunContext, input: unknown, init: unknown): P
     () =>
       request.signal.aborted
         ? Promise.reject(request.signal.reason)
-        : untilAborted(
-            asHost(() => answer(run, invocation.id, request, match)),
-            request.signal,
-          ),
+        : untilAborted(answer(run, invocation.id, request, match), request.signal),
     // The scenario's outbound handlers are its functions, which may keep state between calls.
     {
       transient: () => Promise.reject(connectionLost()),
@@ -158,7 +155,8 @@ async function answer(run: RunContext, invocation: string, first: Request, match
     method: first.method,
     headers: first.headers,
     redirect: first.redirect,
-    body: first.body === null ? null : await first.arrayBuffer(),
+    // eutaxy's read, not the Worker's: it waits for no turn of an object.
+    body: first.body === null ? null : await hostRead<ArrayBuffer>(first, "arrayBuffer"),
   };
   let current = match;
   for (let redirects = 0; ; redirects++) {
@@ -171,7 +169,8 @@ async function answer(run: RunContext, invocation: string, first: Request, match
     });
     let response: unknown;
     try {
-      response = await current.handler(toRequest(request));
+      // The scenario's script reads the body as eutaxy's code does: no turn of an object.
+      response = await current.handler(withHostReads(toRequest(request)));
     } catch (thrown) {
       if (thrown instanceof InputError || thrown instanceof SimulationError) throw thrown;
       // The scenario's own code failed, not the network: the Worker must not get the blame (a

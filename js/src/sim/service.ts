@@ -10,7 +10,7 @@ import { InputError, SimulationError } from "../errors.ts";
 import { cloneValue } from "./clone.ts";
 import type { RunContext } from "./context.ts";
 import type { EffectScope } from "./effect-scope.ts";
-import { asHost } from "./globals.ts";
+import { hostRead } from "./globals.ts";
 import { callHandler } from "./handlers.ts";
 import { fetchedOverBinding, incomingRequest, isIncomingRequest } from "./immutable-headers.ts";
 import { Invocation } from "./invocation.ts";
@@ -108,7 +108,7 @@ function resendable(
   if (!(input instanceof Request) || request.body === null) return { body: null };
   if (isIncomingRequest(input)) return "one-time";
   const copy = request.clone();
-  return { body: () => asHost(() => copy.arrayBuffer()) };
+  return { body: () => hostRead<ArrayBuffer>(copy, "arrayBuffer") };
 }
 
 /**
