@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { nodeGlobals, nodejsCompat } from "./compatibility.ts";
+import { nodeGlobals, nodejsCompat, r2ListHonorsInclude } from "./compatibility.ts";
 
 const worker = (compatibilityDate: string, ...compatibilityFlags: string[]) => ({
   compatibilityDate,
@@ -29,5 +29,20 @@ describe("Node.js compatibility, as workerd resolves it from the date and the fl
   it("gives a Worker without a config neither", () => {
     expect(nodejsCompat(undefined)).toBe(false);
     expect(nodeGlobals(undefined)).toBe(false);
+  });
+});
+
+describe("r2_list_honor_include, as workerd resolves it from the date and the flag", () => {
+  it.each([
+    ["2022-08-03", [], false],
+    ["2022-08-03", ["r2_list_honor_include"], true],
+    ["2022-08-04", [], true],
+  ] as const)("%s %j: %s", (date, flags, honored) => {
+    expect(r2ListHonorsInclude(worker(date, ...flags))).toBe(honored);
+  });
+
+  it("honours it for a config without a date, which runs on the runtime's latest", () => {
+    expect(r2ListHonorsInclude(undefined)).toBe(true);
+    expect(r2ListHonorsInclude({})).toBe(true);
   });
 });

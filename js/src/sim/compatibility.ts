@@ -115,3 +115,17 @@ export function rpcEnabled(config: Compatibility): boolean {
   const date = config?.compatibilityDate;
   return date === undefined || date >= "2024-04-03";
 }
+
+/**
+ * Whether an R2 `list` honours its `include` (`r2_list_honor_include`, on by default from the
+ * compatibility date 2022-08-04, Cloudflare's "Compatibility flags"). Before it workerd asks for
+ * both kinds of metadata on every list, so each object has its `httpMetadata` and
+ * `customMetadata` whatever `include` says, and a page holds at most the 100 objects a list with
+ * `include` does (Miniflare 4.20260426 answers so at 2022-08-03). A config without a date runs on
+ * the runtime's latest, as wrangler runs it.
+ */
+export function r2ListHonorsInclude(config: Compatibility): boolean {
+  if (config?.compatibilityFlags?.includes("r2_list_honor_include")) return true;
+  const date = config?.compatibilityDate;
+  return date === undefined || date >= "2022-08-04";
+}

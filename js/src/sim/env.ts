@@ -5,7 +5,7 @@
  */
 
 import { InputError } from "../errors.ts";
-import { rpcEnabled } from "./compatibility.ts";
+import { r2ListHonorsInclude, rpcEnabled } from "./compatibility.ts";
 import type { Env, RunContext } from "./context.ts";
 import { createD1Database, newSchemaWatch } from "./d1.ts";
 import { createDurableObjectNamespace } from "./durable-objects.ts";
@@ -63,7 +63,7 @@ export function buildEnv(run: RunContext, worker: SimWorker, scope: EffectScope)
         env[name] = createKvNamespace(spec, scope, run);
         break;
       case "r2":
-        env[name] = createR2Bucket(spec, scope, run);
+        env[name] = createR2Bucket(spec, scope, run, r2ListHonorsInclude(worker.config));
         break;
       case "durableObject":
         env[name] = createDurableObjectNamespace(spec, scope, run, rpc);

@@ -1,4 +1,4 @@
-import type { R2Bucket } from "@cloudflare/workers-types/index.ts";
+import type { R2Bucket, R2ListOptions, R2Objects } from "@cloudflare/workers-types/index.ts";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createEngine, type Engine, type FootprintEntry } from "../engine.ts";
 import type { EffectOptions, EffectScope } from "./effect-scope.ts";
@@ -83,8 +83,8 @@ const scope: EffectScope = {
   },
 };
 
-function bucket(store = "r2:FILES"): R2Bucket {
-  return createR2Bucket({ kind: "r2", name: "FILES", store }, scope, run) as R2Bucket;
+function bucket(store = "r2:FILES", honorInclude = true): R2Bucket {
+  return createR2Bucket({ kind: "r2", name: "FILES", store }, scope, run, honorInclude) as R2Bucket;
 }
 
 describe("the R2 binding", () => {
@@ -166,5 +166,28 @@ describe("the R2 binding", () => {
     expect(r2Read(engine, "r2:FILES", "a")).toBe("€");
     expect(r2Read(engine, "r2:FILES", "missing")).toBeNull();
     expect(r2Keys(engine, "r2:media/FILES")).toEqual([]);
+  });
+
+  it("lists metadata only as include asks, or always without r2_list_honor_include, 100 objects a page then", async () => {
+    // Miniflare 4.20260426 answers the same at the compatibility dates 2022-08-04 and 2022-08-03.
+    const metadata = { httpMetadata: { contentType: "text/plain" }, customMetadata: { owner: "ada" } };
+    for (const honorInclude of [true, false]) {
+      const files = bucket(honorInclude ? "r2:FILES" : "r2:media/FILES", honorInclude);
+      for (let i = 0; i < 150; i++) await files.put(`k${String(i).padStart(3, "0")}`, "x", metadata);
+      const plain = await files.list();
+      // workers-types leaves `include` out of R2ListOptions, which workerd reads all the same.
+      const onlyCustom = { include: ["customMetadata"] } as R2ListOptions;
+      const custom = await files.list(onlyCustom);
+      const first = ({ objects: [object] }: R2Objects) => [object?.httpMetadata, object?.customMetadata];
+      if (honorInclude) {
+        expect([plain.objects.length, plain.truncated]).toEqual([150, false]);
+        expect(first(plain)).toEqual([{}, {}]);
+        expect(first(custom)).toEqual([{}, metadata.customMetadata]);
+      } else {
+        expect([plain.objects.length, plain.truncated]).toEqual([100, true]);
+        expect(first(plain)).toEqual([metadata.httpMetadata, metadata.customMetadata]);
+        expect(first(custom)).toEqual([metadata.httpMetadata, metadata.customMetadata]);
+      }
+    }
   });
 });

@@ -177,12 +177,17 @@ type RangeOption =
   | { readonly offset?: number; readonly length?: number; readonly suffix?: number }
   | { readonly header: string };
 
+/**
+ * `honorInclude`: the Worker's `r2_list_honor_include` (compatibility.ts); without it a `list`
+ * gives every object's metadata, as though `include` named both kinds.
+ */
 export function createR2Bucket(
   spec: Extract<BindingSpec, { kind: "r2" }>,
   scope: EffectScope,
   run: R2Run,
+  honorInclude = true,
 ): object {
-  return new R2Bucket(spec.store, scope, run);
+  return new R2Bucket(spec.store, scope, run, honorInclude);
 }
 
 /** The bucket binding, named as workerd names its class. */
@@ -192,9 +197,11 @@ class R2Bucket {
   readonly #run: R2Run;
   /** The bucket as reports show it: `BUCKET`, or `media/BUCKET` for a callee's. */
   readonly #display: string;
+  readonly #honorInclude: boolean;
 
-  constructor(store: string, scope: EffectScope, run: R2Run) {
+  constructor(store: string, scope: EffectScope, run: R2Run, honorInclude: boolean) {
     this.#store = store;
+    this.#honorInclude = honorInclude;
     this.#scope = scope;
     this.#run = run;
     this.#display = store.startsWith("r2:") ? store.slice("r2:".length) : store;
@@ -377,6 +384,7 @@ class R2Bucket {
         }
         include.add(field);
       }
+      if (!this.#honorInclude) include = new Set(["httpMetadata", "customMetadata"]);
       prefix = o.prefix == null ? "" : String(o.prefix);
       after = o.startAfter == null ? undefined : String(o.startAfter);
       if (o.cursor != null) {
