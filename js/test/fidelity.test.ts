@@ -987,6 +987,11 @@ describe("R2 fidelity against Miniflare", () => {
       r2("get", "h", { onlyIf: { uploadedAfter: date(0) } }),
       r2("get", "h", { onlyIf: { uploadedAfter: date(future) } }),
       r2("get", "h", { onlyIf: { uploadedAfter: "yesterday" } }),
+      // An etag is a string, not coerced: an array of them, a number or null is a TypeError.
+      r2("get", "h", { onlyIf: { etagMatches: [HELLO_MD5, "other"] } }),
+      r2("get", "h", { onlyIf: { etagDoesNotMatch: 5 } }),
+      r2("get", "h", { onlyIf: { etagMatches: null } }),
+      r2("put", "h", "hello", { onlyIf: { etagMatches: [HELLO_MD5] } }),
       r2("get", "h", { onlyIf: { $headers: [["if-match", `"${HELLO_MD5}"`]] } }),
       r2("get", "h", { onlyIf: { $headers: [["if-none-match", `"${HELLO_MD5}"`]] } }),
       r2("get", "h", { onlyIf: { $headers: [["if-none-match", `W/"${HELLO_MD5}", "x"`]] } }),

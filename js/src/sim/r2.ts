@@ -858,8 +858,10 @@ function conditional(given: unknown): Conditional | undefined {
     return value.getTime();
   };
   const out: { -readonly [K in keyof Conditional]: Conditional[K] } = {};
-  if (object.etagMatches !== undefined) out.etagMatches = optionEtags(object.etagMatches);
-  if (object.etagDoesNotMatch !== undefined) out.etagDoesNotMatch = optionEtags(object.etagDoesNotMatch);
+  if (object.etagMatches !== undefined) out.etagMatches = optionEtags(object.etagMatches, "etagMatches");
+  if (object.etagDoesNotMatch !== undefined) {
+    out.etagDoesNotMatch = optionEtags(object.etagDoesNotMatch, "etagDoesNotMatch");
+  }
   const before = date("uploadedBefore");
   const after = date("uploadedAfter");
   if (before !== undefined) out.uploadedBefore = before;
@@ -868,8 +870,18 @@ function conditional(given: unknown): Conditional | undefined {
   return out;
 }
 
-function optionEtags(given: unknown): EtagCondition[] {
-  const value = String(given);
+/**
+ * One etag of an `R2Conditional`: a string, not coerced (workerd refuses an array of etags, a
+ * number, null or a String object with a TypeError, where a coercion would read `["a", "b"]` as
+ * the etag "a,b" and answer a failed condition).
+ */
+function optionEtags(given: unknown, field: string): EtagCondition[] {
+  if (typeof given !== "string") {
+    throw new TypeError(
+      `Incorrect type for the '${field}' field on 'Conditional': the provided value is not of type 'string'.`,
+    );
+  }
+  const value = given;
   if (value === "*") return [{ type: "wildcard", value }];
   if (value.startsWith('"') && value.endsWith('"') && value.length >= 2) {
     throw new TypeError(`Conditional ETag should not be wrapped in quotes (${value}).`);
