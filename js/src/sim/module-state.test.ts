@@ -202,6 +202,52 @@ describe("ModuleStateWatch", () => {
     expect(watch.changed()).toEqual({ worker: "w", variable: "handler", file: "src/index.ts" });
   });
 
+  /** A bundle whose src/pricing.ts esbuild initializes lazily, watched from its load on. */
+  const lazilyLoading = () => {
+    const bundle = [
+      "var __esm = (fn, res) => function __init() {",
+      "  return fn && (res = (0, fn[Object.getOwnPropertyNames(fn)[0]])(fn = 0)), res;",
+      "};",
+      "",
+      "// src/pricing.ts",
+      "var PRICE_KEY, TAX, cache, hits;",
+      "var init_pricing = __esm({",
+      '  "src/pricing.ts"() {',
+      '    PRICE_KEY = "price:v1";',
+      '    TAX = { rate: 0.2, regions: ["eu"] };',
+      "    cache = new Map();",
+      "  }",
+      "});",
+      "module.exports = { load: () => init_pricing(), remember: (x) => cache.set(x, 1), hit: () => { hits = 1; } };",
+    ].join("\n");
+    const module: Record<string, unknown> = { exports: {} };
+    new Function("module", "require", withStateHook(bundle))(module, () => ({}));
+    const watch = new ModuleStateWatch();
+    watch.add("w", { [MODULE_STATE_KEY]: module[MODULE_STATE_KEY] } as unknown as Record<string, unknown>);
+    watch.start();
+    return { exports: module.exports as Record<string, (x?: unknown) => unknown>, watch };
+  };
+
+  it("takes the first values a lazily initialized file's top-level code gives for its load, not a change", () => {
+    const { exports, watch } = lazilyLoading();
+    exports.load?.();
+    expect(watch.changed()).toBeUndefined();
+    exports.remember?.("x");
+    expect(watch.changed()).toEqual({ worker: "w", variable: "cache", file: "src/pricing.ts" });
+    // A variable the file's top-level code leaves alone is the requests' own.
+    exports.hit?.();
+    expect(watch.changed()).toEqual({ worker: "w", variable: "hits", file: "src/pricing.ts" });
+  });
+
+  it("sees what a request does with a lazily initialized file's variables in the step that loads it", () => {
+    const { exports, watch } = lazilyLoading();
+    // One invocation at a time, the watch compares once over the run: the load and the request's
+    // use of what it loaded come between two comparisons.
+    exports.load?.();
+    exports.remember?.("x");
+    expect(watch.changed()).toEqual({ worker: "w", variable: "cache", file: "src/pricing.ts" });
+  });
+
   it("leaves the insides of a library's object to the library", () => {
     const { exports, watch } = watching();
     exports.route?.();

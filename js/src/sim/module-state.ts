@@ -24,6 +24,12 @@ export interface ModuleStateReader {
   readonly files?: readonly string[];
   /** Their current values, in the order of `names`. */
   values(): unknown[];
+  /**
+   * Called, once the watch sets it, as a file esbuild initializes lazily (its top-level code in
+   * an `__esm` wrapper, run on the file's first `import()` or `require()`) has run that code: with
+   * the file, as `files` names it.
+   */
+  loaded?: (file: string) => void;
 }
 
 /** A line esbuild starts each bundled file with: `// src/index.ts`, `// node_modules/hono/dist/hono.js`. */
@@ -38,6 +44,10 @@ const ESBUILD_HELPER = /^__[A-Za-z]/;
 const RUNTIME_IMPORT = /\brequire\(/;
 /** The object esbuild makes a file's exports on: getters of the file's variables, read on their own. */
 const EXPORTS_OBJECT = /^__export\(([A-Za-z_$][\w$]*),/;
+/** The start of esbuild's wrapper of a file it initializes lazily: `var init_cache = __esm({`. */
+const LAZY_INIT = /^var (init_[\w$]*) = __esm\(/;
+/** A call of such a wrapper by the bundle's own top-level code, at load: `init_cache();`. */
+const INIT_AT_LOAD = /^(init_[\w$]*)\(\);$/;
 
 /**
  * `body` (a bundle's factory body) with a function appended that reads the top-level variables
@@ -47,6 +57,9 @@ export function withStateHook(body: string): string {
   const own: string[] = [];
   const fileOf = new Map<string, string>();
   const exportsObjects = new Set<string>();
+  // The wrappers of the Worker's own files esbuild initializes lazily, with their files.
+  const inits = new Map<string, string>();
+  const initsAtLoad = new Set<string>();
   let ownFile = false;
   let file = "";
   let offset = 0;
@@ -61,6 +74,10 @@ export function withStateHook(body: string): string {
     }
     const exported = EXPORTS_OBJECT.exec(line)?.[1];
     if (exported) exportsObjects.add(exported);
+    const init = LAZY_INIT.exec(line)?.[1];
+    if (init && ownFile) inits.set(init, file);
+    const atLoad = INIT_AT_LOAD.exec(line)?.[1];
+    if (atLoad) initsAtLoad.add(atLoad);
     if (!ownFile || RUNTIME_IMPORT.test(line)) continue;
     if (!TOP_LEVEL_DECLARATION.test(line)) continue;
     for (const name of declaredNames(body, at)) {
@@ -75,7 +92,16 @@ export function withStateHook(body: string): string {
   const read = (name: string) => `typeof ${name} === "undefined" ? undefined : ${name}`;
   const files = watched.map((name) => fileOf.get(name) ?? "");
   const reader = `names: ${JSON.stringify(watched)}, files: ${JSON.stringify(files)}, values: () => [${watched.map(read).join(", ")}]`;
-  return `${body}\n;module.${MODULE_STATE_KEY} = { ${reader} };\n`;
+  // Each wrapper of a file whose top-level code has not run at load is wrapped in turn, to tell
+  // the watch once that code has run: the values it gave are the module's, not a request's.
+  const wrapped = [...inits]
+    .filter(([init]) => !initsAtLoad.has(init))
+    .map(
+      ([init, of]) =>
+        `\nif (typeof ${init} === "function") ${init} = ((init, state) => { let first = true; return function () { const value = init.apply(this, arguments); if (first) { first = false; state.loaded?.(${JSON.stringify(of)}); } return value; }; })(${init}, module.${MODULE_STATE_KEY});`,
+    )
+    .join("");
+  return `${body}\n;module.${MODULE_STATE_KEY} = { ${reader} };${wrapped}\n`;
 }
 
 /**
@@ -232,7 +258,39 @@ export class ModuleStateWatch {
   add(worker: string, exports: Record<string, unknown>): void {
     const reader = (exports as { [MODULE_STATE_KEY]?: ModuleStateReader })[MODULE_STATE_KEY];
     if (!reader || reader.names.length === 0) return;
-    this.modules.push({ worker, reader, own: new Set(), last: [], ends: [] });
+    const module: Watched = { worker, reader, own: new Set(), last: [], ends: [] };
+    this.modules.push(module);
+    reader.loaded = (file) => this.loaded(module, file);
+  }
+
+  /**
+   * Takes the variables of `file`, a file esbuild initializes lazily whose top-level code just
+   * ran, as they are now: a module that loaded it at the start would hold them already, and
+   * one that loads it on a request holds them from then on in every isolate alike. What a
+   * request does with them afterwards (`seen.add(id)`) is a change as any other.
+   */
+  private loaded(module: Watched, file: string): void {
+    const values = readValues(module.reader);
+    if (!values) return;
+    const last: unknown[] = [];
+    const ends: number[] = [];
+    const budget = { nodes: NODES_MAX };
+    let from = 0;
+    for (const [variable, value] of values.entries()) {
+      const to = module.ends[variable] ?? from;
+      if (module.reader.files?.[variable] === file) {
+        this.seen.clear();
+        flatten(value, module.own, last, this.seen, budget, true);
+      } else {
+        // Counted as `snapshot` counts them, so that the next one reads the same values.
+        budget.nodes -= to - from;
+        for (let i = from; i < to; i++) last.push(module.last[i]);
+      }
+      ends.push(last.length);
+      from = to;
+    }
+    module.last = last;
+    module.ends = ends;
   }
 
   /** Takes the state as it is now as the one later steps are compared with. */
