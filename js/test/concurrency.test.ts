@@ -535,6 +535,15 @@ describe("module-level state, which partial-order reduction cannot see", () => {
     expect(await check(example("service-binding/checkout.fixed.sim.ts"))).not.toHaveProperty("warnings");
   });
 
+  it("names the variable as the Worker's file declares it, where the bundle renamed it", async () => {
+    // A helper's file declares `logged` too, so the bundle calls the Worker's `logged2`.
+    const kept = await check(numbering("dedupe.renamed.sim.ts"));
+    if (kept.verdict !== "BOUNDED") throw new Error(`expected BOUNDED, got ${kept.verdict}`);
+    expect(kept.warnings?.[0]?.message).toContain(
+      "the module-level variable logged of js/test/fixtures/module-state/worker.renamed.ts:",
+    );
+  });
+
   it("leaves the reduction on for a Worker that keeps no module state", async () => {
     const result = await check(example("signup-race/signup.fixed.sim.ts"));
     expect(result.verdict === "BOUNDED" && result.partialOrderReduction).toBe(true);

@@ -28,7 +28,13 @@ import {
   TYPEOF_GLOBALS,
 } from "../sim/runtime-modules.ts";
 import { moduleRulesPlugin } from "./module-rules.ts";
-import { type SourceLocation, type SourceMapData, splitInlineSourceMap, thrownAt } from "./source-map.ts";
+import {
+  originalPosition,
+  type SourceLocation,
+  type SourceMapData,
+  splitInlineSourceMap,
+  thrownAt,
+} from "./source-map.ts";
 import type { WorkerConfig } from "./wrangler.ts";
 
 export interface WorkerModule {
@@ -283,7 +289,7 @@ export async function bundleWorkerCode(
     const result = await build({ ...workerBuildOptions(file, config), ...WORKER_SOURCE_MAP, metafile: true });
     const { code, map } = splitInlineSourceMap(result.outputFiles[0]?.text ?? "");
     return {
-      code: withStateHook(factoryBody(code)),
+      code: withStateHook(factoryBody(code), map && sourceNames(map, dirname(file))),
       nodeModules: externalImports(result.metafile).filter((path) => path.startsWith("node:")),
       compiledWasm: compiledWasmImports(result.metafile),
       map,
@@ -291,6 +297,28 @@ export async function bundleWorkerCode(
   } catch (error) {
     throw buildInputError(error, entry);
   }
+}
+
+/**
+ * The identifier a bundled file has at the place `map` gives for a line and column of the bundle
+ * built in `dir` (from 1), read from the file itself (the map keeps no sources' text).
+ */
+function sourceNames(map: SourceMapData, dir: string): (line: number, column: number) => string | undefined {
+  const files = new Map<string, string[] | undefined>();
+  return (line, column) => {
+    const place = originalPosition(map, line, column);
+    if (!place) return undefined;
+    const path = resolve(dir, place.source);
+    if (!files.has(path)) {
+      try {
+        files.set(path, readFileSync(path, "utf8").split("\n"));
+      } catch {
+        files.set(path, undefined);
+      }
+    }
+    const text = files.get(path)?.[place.line - 1]?.slice(place.column - 1);
+    return text === undefined ? undefined : /^[A-Za-z_$][\w$]*/.exec(text)?.[0];
+  };
 }
 
 /** Bundles the Worker at `entry` (see `bundleWorkerCode`) and compiles it into a factory in Node. */

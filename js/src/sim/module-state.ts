@@ -20,6 +20,11 @@ export const MODULE_STATE_KEY = "__eutaxy_module_state";
 export interface ModuleStateReader {
   /** The variables, as the bundle names them (esbuild may have renamed one: `hits2`). */
   readonly names: readonly string[];
+  /**
+   * The variables as the Worker's files name them, where the source map tells (`hits` for the
+   * bundle's `hits2`, renamed as a library's file has a `hits` too); a report names these.
+   */
+  readonly declared?: readonly string[];
   /** The file each variable is declared in, as the bundle's header names it (`src/cache.ts`). */
   readonly files?: readonly string[];
   /** Their current values, in the order of `names`. */
@@ -51,11 +56,17 @@ const INIT_AT_LOAD = /^(init_[\w$]*)\(\);$/;
 
 /**
  * `body` (a bundle's factory body) with a function appended that reads the top-level variables
- * of the Worker's own files; nothing before it moves, so the source map still holds.
+ * of the Worker's own files; nothing before it moves, so the source map still holds. `sourceName`
+ * gives the name the Worker's file declares at a line and column of `body` (from 1), through the
+ * bundle's source map: esbuild renames a variable whose name a library's file also has.
  */
-export function withStateHook(body: string): string {
+export function withStateHook(
+  body: string,
+  sourceName?: (line: number, column: number) => string | undefined,
+): string {
   const own: string[] = [];
   const fileOf = new Map<string, string>();
+  const declaredAs = new Map<string, string>();
   const exportsObjects = new Set<string>();
   // The wrappers of the Worker's own files esbuild initializes lazily, with their files.
   const inits = new Map<string, string>();
@@ -63,9 +74,11 @@ export function withStateHook(body: string): string {
   let ownFile = false;
   let file = "";
   let offset = 0;
+  let lineNumber = 0;
   for (const line of body.split("\n")) {
     const at = offset;
     offset += line.length + 1;
+    lineNumber++;
     const header = FILE_HEADER.exec(line);
     if (header) {
       file = header[1] as string;
@@ -84,6 +97,9 @@ export function withStateHook(body: string): string {
       if (ESBUILD_HELPER.test(name) || own.includes(name)) continue;
       own.push(name);
       fileOf.set(name, file);
+      // esbuild renames by appending a number (`hits2`): only such a name can differ.
+      const original = /\d$/.test(name) ? originalName(body, at, lineNumber, name, sourceName) : undefined;
+      if (original && original !== name) declaredAs.set(name, original);
     }
   }
   const watched = own.filter((name) => !exportsObjects.has(name));
@@ -91,7 +107,8 @@ export function withStateHook(body: string): string {
   // names no variable, and reads undefined instead of throwing.
   const read = (name: string) => `typeof ${name} === "undefined" ? undefined : ${name}`;
   const files = watched.map((name) => fileOf.get(name) ?? "");
-  const reader = `names: ${JSON.stringify(watched)}, files: ${JSON.stringify(files)}, values: () => [${watched.map(read).join(", ")}]`;
+  const declared = watched.map((name) => declaredAs.get(name) ?? name);
+  const reader = `names: ${JSON.stringify(watched)}, declared: ${JSON.stringify(declared)}, files: ${JSON.stringify(files)}, values: () => [${watched.map(read).join(", ")}]`;
   // Each wrapper of a file whose top-level code has not run at load is wrapped in turn, to tell
   // the watch once that code has run: the values it gave are the module's, not a request's.
   const wrapped = [...inits]
@@ -102,6 +119,31 @@ export function withStateHook(body: string): string {
     )
     .join("");
   return `${body}\n;module.${MODULE_STATE_KEY} = { ${reader} };${wrapped}\n`;
+}
+
+/**
+ * The name the Worker's file gives `name`, declared in the declaration at `start` of `body` (on
+ * line `line`), as `sourceName` finds it at the name's first place there.
+ */
+function originalName(
+  body: string,
+  start: number,
+  line: number,
+  name: string,
+  sourceName: ((line: number, column: number) => string | undefined) | undefined,
+): string | undefined {
+  if (!sourceName) return undefined;
+  const word = new RegExp(`(?<![\\w$])${name.replace(/\$/g, "\\$")}(?![\\w$])`, "g");
+  word.lastIndex = start;
+  const found = word.exec(body);
+  if (!found) return undefined;
+  let lineOf = line;
+  let lineStart = start;
+  for (let i = body.indexOf("\n", start); i >= 0 && i < found.index; i = body.indexOf("\n", i + 1)) {
+    lineOf++;
+    lineStart = i + 1;
+  }
+  return sourceName(lineOf, found.index - lineStart + 1);
 }
 
 /**
@@ -333,7 +375,7 @@ export class ModuleStateWatch {
         if (!same && !built) {
           return {
             worker: module.worker,
-            variable: module.reader.names[variable] as string,
+            variable: (module.reader.declared?.[variable] ?? module.reader.names[variable]) as string,
             file: module.reader.files?.[variable] || undefined,
           };
         }
