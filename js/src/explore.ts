@@ -72,8 +72,9 @@ interface CheckHeader {
  * a driver's event waited a second or more for the invocations before it to end, so no run had it
  * overlap them; `sent-apart`, with several invocations at once, a request sent at a time of its
  * own overlapped no other invocation in any run, as what came before it was over by then;
- * `isolate-state`, one invocation at a time, a run left a module-level variable changed, which
- * the requests after it found, as in one isolate, where Cloudflare may run them in others.
+ * `isolate-state`, one invocation at a time, a run changed a module-level variable before another
+ * delivery to its Worker (a later request, a resend), which found it, as in one isolate, where
+ * Cloudflare may run them in others.
  */
 export interface CheckWarning {
   readonly kind:

@@ -243,10 +243,13 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   /** Interleaved runs: the first module-level variable a step changed, when the run watches them. */
   moduleStateChanged: ModuleStateChange | undefined;
   /**
-   * Runs of one invocation at a time: a module-level variable the run left changed, when it
-   * watches them. Every request of the run found what the ones before it left there.
+   * Runs of one invocation at a time: a module-level variable an invocation changed before
+   * another of its Worker was delivered, when the run watches them: that one found what the
+   * ones before it left there. A run of one request changes what no later one sees.
    */
   moduleStateKept: ModuleStateChange | undefined;
+  /** Runs of one invocation at a time: the first change so far to each Worker's module state. */
+  private readonly moduleStateLeft = new Map<string, ModuleStateChange>();
   /**
    * Interleaved runs: binding calls that took effect and whose answer has not reached their
    * invocation yet; each is a step of its own (`answerSteps`).
@@ -579,7 +582,6 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
           const next = plan.events[at + 1];
           await this.drainPlatformWork(next === undefined ? undefined : this.events[next]);
         }
-        this.moduleStateKept = this.moduleState?.changed();
       }
       // The invocations over by the end: what the runtime does as each ends (disposing the stubs
       // it held) runs before the invariants read the final state.
@@ -988,6 +990,12 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
   }
 
   async deliver(id: string, call: InvocationCall): Promise<Outcome> {
+    if (this.concurrency === 1 && this.moduleState && !this.moduleStateKept) {
+      for (let change = this.moduleState.changed(); change; change = this.moduleState.changed()) {
+        if (!this.moduleStateLeft.has(change.worker)) this.moduleStateLeft.set(change.worker, change);
+      }
+      this.moduleStateKept = this.moduleStateLeft.get(call.worker.name);
+    }
     const invocation = this.spawn(id, call.worker, undefined);
     invocation.resource = call.resource;
     this.trace(`deliver ${id}`);
