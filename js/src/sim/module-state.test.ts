@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { MODULE_STATE_KEY, type ModuleStateReader, ModuleStateWatch, withStateHook } from "./module-state.ts";
+import {
+  MODULE_STATE_KEY,
+  type ModuleStateReader,
+  ModuleStateWatch,
+  platformObject,
+  withStateHook,
+} from "./module-state.ts";
 
 /** A bundle as esbuild prints one: a file header before each file's top-level code. */
 const BUNDLE = [
@@ -30,7 +36,7 @@ const BUNDLE = [
   "var text = `",
   "var notAVariable = 1;",
   "`;",
-  'module.exports = { flip: () => { const l = locks.get("export"); l.held = !l.held; }, reads: () => reads.count, count: () => count, bump: () => { count++; }, see: (x) => seen.add(x), route: () => router.match(), make: () => { Thing.made++; }, connect: () => { client ??= new Router(); }, reconnect: () => { client = new Router(); }, load: () => { pending ??= Promise.resolve(1); }, handle: () => { handler ??= () => 1; } };',
+  'module.exports = { flip: () => { const l = locks.get("export"); l.held = !l.held; }, reads: () => reads.count, count: () => count, bump: () => { count++; }, see: (x) => seen.add(x), route: () => router.match(), make: () => { Thing.made++; }, connect: () => { client ??= new Router(); }, reconnect: () => { client = new Router(); }, load: () => { pending ??= Promise.resolve(1); }, handle: () => { handler ??= () => 1; }, keep: (x) => { client = x; } };',
 ].join("\n");
 
 /** Evaluates `BUNDLE` with its hook as a Worker's factory is evaluated: its exports and its reader. */
@@ -246,6 +252,19 @@ describe("ModuleStateWatch", () => {
     exports.load?.();
     exports.remember?.("x");
     expect(watch.changed()).toEqual({ worker: "w", variable: "cache", file: "src/pricing.ts" });
+  });
+
+  it("takes the env kept in a variable for the platform's, as it is the same in every isolate", () => {
+    const { exports, watch } = watching();
+    const env = { API_LEVEL: "3", DB: new Map() };
+    platformObject(env);
+    exports.keep?.(env);
+    expect(watch.changed()).toBeUndefined();
+    exports.keep?.(env);
+    expect(watch.changed()).toBeUndefined();
+    // A plain object the platform did not hand over is the Worker's data.
+    exports.keep?.({ API_LEVEL: "3" });
+    expect(watch.changed()).toEqual({ worker: "w", variable: "client", file: "src/index.ts" });
   });
 
   it("leaves the insides of a library's object to the library", () => {

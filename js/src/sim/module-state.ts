@@ -267,6 +267,18 @@ function closingBracket(text: string, at: number): number {
   return i;
 }
 
+/**
+ * Objects the platform hands a Worker that look like its data but are not: the env, a plain
+ * object the same in every invocation of a run (as workerd gives one isolate's requests the same
+ * env). A variable that keeps it (`currentEnv = env`) holds what every isolate is given alike.
+ */
+const PLATFORM_OBJECTS = new WeakSet<object>();
+
+/** Takes `object` for the platform's, compared by identity only (see `PLATFORM_OBJECTS`). */
+export function platformObject(object: object): void {
+  PLATFORM_OBJECTS.add(object);
+}
+
 /** Values of a module's state read at most per snapshot; past them, a change goes unseen. */
 const NODES_MAX = 10_000;
 
@@ -501,9 +513,11 @@ function readValues(reader: ModuleStateReader): unknown[] | undefined {
 
 /**
  * Whether the insides of `object` are the Worker's data: a plain object, an array, a Map, a Set,
- * a Date, bytes, or an object of a class of the Worker's own files (`own` holds their prototypes).
+ * a Date, bytes, or an object of a class of the Worker's own files (`own` holds their prototypes);
+ * not the env (`PLATFORM_OBJECTS`).
  */
 function ownData(object: object, own: Set<unknown>): boolean {
+  if (PLATFORM_OBJECTS.has(object)) return false;
   const proto: unknown = Object.getPrototypeOf(object);
   if (proto === null || proto === Object.prototype || Array.isArray(object)) return true;
   if (object instanceof Map || object instanceof Set || object instanceof Date) return true;

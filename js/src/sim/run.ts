@@ -58,7 +58,7 @@ import {
   stepped,
 } from "./globals.ts";
 import { type EffectSink, Invocation, type ParkedEffect } from "./invocation.ts";
-import { type ModuleStateChange, ModuleStateWatch } from "./module-state.ts";
+import { type ModuleStateChange, ModuleStateWatch, platformObject } from "./module-state.ts";
 import { carryInvocation, releaseStorages } from "./node-async-hooks.ts";
 import { outboundFetch } from "./outbound.ts";
 import { lostConnection, rethrownOverRpc } from "./rpc-errors.ts";
@@ -1183,6 +1183,7 @@ export class Run implements RunContext, EffectSink, DeterminismSource {
     if (!env) {
       env = buildEnv(this, worker, this.ambientScope());
       this.envs.set(worker, env);
+      platformObject(env);
     }
     return env;
   }
