@@ -209,7 +209,7 @@ describe("ModuleStateWatch", () => {
   });
 
   /** A bundle whose src/pricing.ts esbuild initializes lazily, watched from its load on. */
-  const lazilyLoading = () => {
+  const lazilyLoading = (loadedAtLoad = false) => {
     const bundle = [
       "var __esm = (fn, res) => function __init() {",
       "  return fn && (res = (0, fn[Object.getOwnPropertyNames(fn)[0]])(fn = 0)), res;",
@@ -224,6 +224,7 @@ describe("ModuleStateWatch", () => {
       "    cache = new Map();",
       "  }",
       "});",
+      loadedAtLoad ? "(() => {\n  init_pricing();\n})();" : "",
       "module.exports = { load: () => init_pricing(), remember: (x) => cache.set(x, 1), hit: () => { hits = 1; } };",
     ].join("\n");
     const module: Record<string, unknown> = { exports: {} };
@@ -243,6 +244,15 @@ describe("ModuleStateWatch", () => {
     // A variable the file's top-level code leaves alone is the requests' own.
     exports.hit?.();
     expect(watch.changed()).toEqual({ worker: "w", variable: "hits", file: "src/pricing.ts" });
+  });
+
+  it("sees what requests do with a lazily initialized file whose top-level code ran at load", () => {
+    // Another file's top-level code ran it (esbuild's `init_pricing()` inside that file's own
+    // wrapper): a request's first call of it runs nothing, and takes no baseline.
+    const { exports, watch } = lazilyLoading(true);
+    exports.remember?.("x");
+    exports.load?.();
+    expect(watch.changed()).toEqual({ worker: "w", variable: "cache", file: "src/pricing.ts" });
   });
 
   it("sees what a request does with a lazily initialized file's variables in the step that loads it", () => {

@@ -110,12 +110,18 @@ export function withStateHook(
   const declared = watched.map((name) => declaredAs.get(name) ?? name);
   const reader = `names: ${JSON.stringify(watched)}, declared: ${JSON.stringify(declared)}, files: ${JSON.stringify(files)}, values: () => [${watched.map(read).join(", ")}]`;
   // Each wrapper of a file whose top-level code has not run at load is wrapped in turn, to tell
-  // the watch once that code has run: the values it gave are the module's, not a request's.
+  // the watch once that code has run: the values it gave are the module's, not a request's. One
+  // that ran at load (another file's top-level code called it) has given its variables values by
+  // the time this runs, and a request's first call of it then runs nothing.
+  const unset = (of: string) =>
+    watched
+      .filter((name) => fileOf.get(name) === of && !inits.has(name))
+      .map((name) => `(${read(name)}) === undefined`);
   const wrapped = [...inits]
     .filter(([init]) => !initsAtLoad.has(init))
     .map(
       ([init, of]) =>
-        `\nif (typeof ${init} === "function") ${init} = ((init, state) => { let first = true; return function () { const value = init.apply(this, arguments); if (first) { first = false; state.loaded?.(${JSON.stringify(of)}); } return value; }; })(${init}, module.${MODULE_STATE_KEY});`,
+        `\nif (typeof ${init} === "function") ${init} = ((init, state) => { let first = ${["true", ...unset(of)].join(" && ")}; return function () { const value = init.apply(this, arguments); if (first) { first = false; state.loaded?.(${JSON.stringify(of)}); } return value; }; })(${init}, module.${MODULE_STATE_KEY});`,
     )
     .join("");
   return `${body}\n;module.${MODULE_STATE_KEY} = { ${reader} };${wrapped}\n`;
