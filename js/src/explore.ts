@@ -283,11 +283,22 @@ async function exploreOnce(
     // counterexample is one of them.
     const cutsBySeed = new Map<string, NonNullable<Run["retryCut"]>>();
     const objectTables = new ObjectTableReads();
+    let exploring = 0;
     for (;;) {
       const plan = escaping(() => engine.nextRun(real.monotonicMs() - started));
       if (!plan) break;
+      const explores = plan.phase === "explore";
+      if (explores) exploring++;
       const run = new Run(engine, world, events, bounds.maxConcurrentInvocations, {
-        watchModuleState: !plan.splitAnswers && plan.phase === "explore",
+        // Interleaved, every exploring run: the reduction rests on it. One at a time, the watch
+        // only informs a warning (`isolate-state`), and a Worker that keeps state does so in
+        // most runs: the first runs and every 16th after them, as deterministic as the runs.
+        watchModuleState:
+          !plan.splitAnswers &&
+          explores &&
+          (bounds.maxConcurrentInvocations > 1 ||
+            exploring <= ISOLATE_WATCH_RUNS ||
+            exploring % ISOLATE_WATCH_EVERY === 0),
         faults: bounds.maxFaultsPerRun > 0,
         answers: plan.splitAnswers ? "all" : "objects",
       });
@@ -429,6 +440,10 @@ function replayable(engine: Engine, error: unknown): unknown {
   if (!(error instanceof SimulationError) || error.message.startsWith("nondeterminism:")) return error;
   return new SimulationError(`${error.message} (in run ${engine.runSeed()}, which --replay runs again)`);
 }
+
+/** One invocation at a time, the exploring runs that all watch module state, and the stride after them. */
+const ISOLATE_WATCH_RUNS = 64;
+const ISOLATE_WATCH_EVERY = 16;
 
 /** The random stream the scenario's invariants draw from (`crypto`, `Math.random`). */
 const INVARIANTS_STREAM = "invariants";
