@@ -330,27 +330,7 @@ export class ModuleStateWatch {
    * request does with them afterwards (`seen.add(id)`) is a change as any other.
    */
   private loaded(module: Watched, file: string): void {
-    const values = readValues(module.reader);
-    if (!values) return;
-    const last: unknown[] = [];
-    const ends: number[] = [];
-    const budget = { nodes: NODES_MAX };
-    let from = 0;
-    for (const [variable, value] of values.entries()) {
-      const to = module.ends[variable] ?? from;
-      if (module.reader.files?.[variable] === file) {
-        this.seen.clear();
-        flatten(value, module.own, last, this.seen, budget, true);
-      } else {
-        // Counted as `snapshot` counts them, so that the next one reads the same values.
-        budget.nodes -= to - from;
-        for (let i = from; i < to; i++) last.push(module.last[i]);
-      }
-      ends.push(last.length);
-      from = to;
-    }
-    module.last = last;
-    module.ends = ends;
+    this.snapshot(module, file);
   }
 
   /** Takes the state as it is now as the one later steps are compared with. */
@@ -404,17 +384,29 @@ export class ModuleStateWatch {
     return undefined;
   }
 
-  /** Reads `module`'s state into its `last` and `ends`; false when its reader throws. */
-  private snapshot(module: Watched): boolean {
+  /**
+   * Reads `module`'s state into its `last` and `ends`; with `only`, the variables of that file
+   * alone, the others kept as last read. False when its reader throws.
+   */
+  private snapshot(module: Watched, only?: string): boolean {
     const values = readValues(module.reader);
     if (!values) return false;
     const flat: unknown[] = [];
     const ends: number[] = [];
     const budget = { nodes: NODES_MAX };
-    for (const value of values) {
-      this.seen.clear();
-      flatten(value, module.own, flat, this.seen, budget, true);
+    let from = 0;
+    for (const [variable, value] of values.entries()) {
+      const to = module.ends[variable] ?? from;
+      if (only === undefined || module.reader.files?.[variable] === only) {
+        this.seen.clear();
+        flatten(value, module.own, flat, this.seen, budget, true);
+      } else {
+        // Kept as read last, and counted as if read again, so that the next snapshot reads the same.
+        budget.nodes -= to - from;
+        for (let i = from; i < to; i++) flat.push(module.last[i]);
+      }
       ends.push(flat.length);
+      from = to;
     }
     module.last = flat;
     module.ends = ends;

@@ -499,14 +499,29 @@ interface StoreKey {
  * here. `database_name` identifies nothing: wrangler's `d1` commands only look the id up by it.
  */
 function d1Key(d: D1DatabaseBinding): StoreKey {
-  if (d.databaseId !== undefined)
-    return { key: d.databaseId, why: `database_id ${d.databaseId}`, field: "database_id" };
-  if (d.previewDatabaseId !== undefined) {
-    const why = `preview_database_id ${d.previewDatabaseId} and no database_id`;
-    return { key: d.previewDatabaseId, why, field: "database_id" };
+  return idKey("database_id", d.databaseId, "preview_database_id", d.previewDatabaseId, d.binding);
+}
+
+/**
+ * The key of a store a binding names by `field` (the one the deployed Worker reaches), else by
+ * `previewField`, else by its binding name, as `wrangler dev` keys D1 databases and R2 buckets.
+ */
+function idKey(
+  field: string,
+  id: string | undefined,
+  previewField: string,
+  previewId: string | undefined,
+  binding: string,
+): StoreKey {
+  if (id !== undefined) return { key: id, why: `${field} ${id}`, field };
+  if (previewId !== undefined) {
+    return { key: previewId, why: `${previewField} ${previewId} and no ${field}`, field };
   }
-  const why = `no database_id, so wrangler dev keys both by the binding name ${d.binding}`;
-  return { key: d.binding, why, field: "database_id" };
+  return {
+    key: binding,
+    why: `no ${field}, so wrangler dev keys both by the binding name ${binding}`,
+    field,
+  };
 }
 
 /** Which KV namespace a binding reaches: its `id`, else its binding name (`kvNamespaceEntry`). */
@@ -525,14 +540,7 @@ function kvKey(k: KvNamespaceBinding): StoreKey {
  * reaches, which is what the check is about).
  */
 function r2Key(r: R2BucketBinding): StoreKey {
-  if (r.bucketName !== undefined)
-    return { key: r.bucketName, why: `bucket_name ${r.bucketName}`, field: "bucket_name" };
-  if (r.previewBucketName !== undefined) {
-    const why = `preview_bucket_name ${r.previewBucketName} and no bucket_name`;
-    return { key: r.previewBucketName, why, field: "bucket_name" };
-  }
-  const why = `no bucket_name, so wrangler dev keys both by the binding name ${r.binding}`;
-  return { key: r.binding, why, field: "bucket_name" };
+  return idKey("bucket_name", r.bucketName, "preview_bucket_name", r.previewBucketName, r.binding);
 }
 
 /**
